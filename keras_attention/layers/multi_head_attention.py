@@ -1,0 +1,314 @@
+"""Multi-head attention (Section 3.2.2) with a key/value cache for incremental decoding."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_attention import masks
+from keras_attention.layers.initializers import clone_initializer
+from keras_attention.layers.output_spec import output_spec
+from keras_attention.layers.scaled_dot_product_attention import scaled_dot_product_attention
+from keras_attention.layers.validation import check_positive_int, check_rate
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class MultiHeadAttention(keras.layers.Layer):
+    """Multi-head attention, Section 3.2.2.
+
+    `MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O` with
+    `head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)`. All heads are computed at once: one
+    projection each for Q, K and V (an einsum into `(batch, length, heads, head_dim)`), one
+    batched attention, and one output projection. Without attention dropout or requested
+    scores it runs `keras.ops.dot_product_attention` (the backend's fused kernel where there
+    is one); otherwise `scaled_dot_product_attention`.
+
+    The call signature is that of `keras.layers.MultiHeadAttention`, plus a key/value cache
+    for incremental decoding. The cache is data: passed in and returned, never stored.
+
+    Args:
+        num_heads: number of attention heads `h`.
+        key_dim: size of each head for query and key (`d_k`); defaults to
+            `d_model // num_heads`, where `d_model` is the query's last dimension.
+        value_dim: size of each head for value (`d_v`); defaults to `key_dim`.
+        dropout: dropout rate on the attention weights.
+        use_bias: whether the projections have biases.
+        output_dim: size of the output; defaults to the query's last dimension.
+        kernel_initializer: initializer of the projection kernels.
+        bias_initializer: initializer of the projection biases.
+        seed: optional int seed for the dropout.
+        **kwargs: standard `keras.layers.Layer` arguments.
+
+    Call arguments:
+        query: `(batch, query_len, d_query)`.
+        value: `(batch, key_len, d_value)`.
+        key: optional `(batch, key_len, d_key)`; defaults to `value`.
+        query_mask: optional boolean `(batch, query_len)`; filled from the Keras mask of `query`.
+        value_mask: optional boolean `(batch, key_len)`; filled from the Keras mask of `value`.
+        key_mask: optional boolean `(batch, key_len)`; defaults to `value_mask`.
+        attention_mask: optional boolean `(batch, query_len, key_len)`, `True` = may attend.
+        return_attention_scores: also return the weights `(batch, heads, query_len, key_len)`.
+        training: whether dropout is active.
+        use_causal_mask: mask keys that come after the query (decoder self-attention).
+        cache: optional `(batch, 2, max_len, heads, head_dim)` projected keys ([:, 0]) and
+            values ([:, 1]). With `cache_update_index`, the keys and values of this call are
+            written into the cache at that index, and the queries attend over the cache:
+            positions at or after `cache_update_index + query_len` (not yet written) are
+            masked, and `use_causal_mask` masks within the new positions. Without
+            `cache_update_index` the cache is used as the keys and values as they are (for
+            cross-attention over an encoder output computed once); `key` and `value` are
+            then not projected again.
+        cache_update_index: int or scalar int tensor, where this call's keys/values go.
+
+    Returns:
+        The output `(batch, query_len, output_dim)`; then, in this order and only when asked,
+        the attention weights and the updated cache.
+
+    Example:
+
+    >>> mha = MultiHeadAttention(num_heads=4)
+    >>> x = np.random.rand(2, 6, 32).astype("float32")
+    >>> mha(x, x, use_causal_mask=True).shape
+    (2, 6, 32)
+    """
+
+    def __init__(
+        self,
+        num_heads: int,
+        key_dim: int | None = None,
+        value_dim: int | None = None,
+        dropout: float = 0.0,
+        use_bias: bool = True,
+        output_dim: int | None = None,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        seed: int | None = None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        check_positive_int("num_heads", num_heads)
+        check_positive_int("key_dim", key_dim, allow_none=True)
+        check_positive_int("value_dim", value_dim, allow_none=True)
+        check_positive_int("output_dim", output_dim, allow_none=True)
+        check_rate("dropout", dropout)
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.value_dim = value_dim
+        self.dropout = dropout
+        self.use_bias = use_bias
+        self.output_dim = output_dim
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.seed = seed
+        self.supports_masking = True
+        self.seed_generator = keras.random.SeedGenerator(seed) if dropout > 0 else None
+
+    def _projection(self, equation: str, output_shape: tuple, bias_axes: str, name: str):
+        return keras.layers.EinsumDense(
+            equation,
+            output_shape=output_shape,
+            bias_axes=bias_axes if self.use_bias else None,
+            # Fresh initializer copies, so that a seeded initializer does not give Q, K and V
+            # the same starting weights.
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def build(self, query_shape, value_shape, key_shape=None):
+        key_shape = value_shape if key_shape is None else key_shape
+        for name, shape in (("query", query_shape), ("value", value_shape), ("key", key_shape)):
+            if len(shape) != 3:
+                raise ValueError(
+                    f"{name} must have shape (batch, length, depth); got {name}.shape={shape}"
+                )
+        d_model = query_shape[-1]
+        if self.key_dim is None and d_model % self.num_heads:
+            raise ValueError(
+                "num_heads must divide d_model when key_dim is not given; got "
+                f"num_heads={self.num_heads}, d_model={d_model}"
+            )
+        self.head_key_dim = self.key_dim or d_model // self.num_heads
+        self.head_value_dim = self.value_dim or self.head_key_dim
+        heads = self.num_heads
+        self.query_dense = self._projection(
+            "btd,dnh->btnh", (None, heads, self.head_key_dim), "nh", "query"
+        )
+        self.key_dense = self._projection(
+            "btd,dnh->btnh", (None, heads, self.head_key_dim), "nh", "key"
+        )
+        self.value_dense = self._projection(
+            "btd,dnh->btnh", (None, heads, self.head_value_dim), "nh", "value"
+        )
+        self.output_dense = self._projection(
+            "btnh,nhd->btd", (None, self.output_dim or d_model), "d", "attention_output"
+        )
+        self.query_dense.build(query_shape)
+        self.key_dense.build(key_shape)
+        self.value_dense.build(value_shape)
+        self.output_dense.build((None, None, heads, self.head_value_dim))
+
+    def initial_cache(self, batch_size, max_length):
+        """An all-zero self-attention cache `(batch_size, 2, max_length, heads, head_dim)`."""
+        self._check_cacheable()
+        shape = (batch_size, 2, max_length, self.num_heads, self.head_key_dim)
+        return ops.zeros(shape, dtype=self.compute_dtype)
+
+    def compute_key_value_cache(self, value, key=None):
+        """Projects `key`/`value` once into a cache `(batch, 2, key_len, heads, head_dim)`.
+
+        Pass the result as `cache` (without `cache_update_index`) to attend over it
+        without projecting the keys and values again, e.g. an encoder output.
+        """
+        self._check_cacheable()
+        key = value if key is None else key
+        return ops.stack([self.key_dense.call(key), self.value_dense.call(value)], axis=1)
+
+    def _check_cacheable(self) -> None:
+        if not self.built:
+            raise ValueError(f"{self.name} must be built (called once) before making a cache")
+        if self.head_key_dim != self.head_value_dim:
+            raise ValueError(
+                "a key/value cache needs key_dim == value_dim; got "
+                f"key_dim={self.head_key_dim}, value_dim={self.head_value_dim}"
+            )
+
+    def _attention_mask(
+        self,
+        query,
+        key_length,
+        query_mask,
+        value_mask,
+        key_mask,
+        attention_mask,
+        use_causal_mask,
+        cache,
+        cache_update_index,
+    ):
+        """Combines every mask into one boolean `(batch or 1, query_len, key_len)` or None."""
+        query_length = ops.shape(query)[1]
+        masks.check_mask_shape("query_mask", query_mask, (query.shape[0], query.shape[1]))
+        masks.check_mask_shape(
+            "attention_mask", attention_mask, (query.shape[0], query.shape[1], None)
+        )
+        incremental = cache is not None and cache_update_index is not None
+        # In incremental decoding the keys are the cache; padding masks of this call's
+        # keys do not describe it, so they are not applied.
+        key_padding = None if incremental else masks.merge_masks(value_mask, key_mask)
+        mask = masks.attention_mask_from_padding(query_mask, key_padding)
+        if incremental:
+            if use_causal_mask:
+                written = masks.causal_mask(query_length, key_length, cache_update_index)
+            else:
+                positions = ops.arange(key_length, dtype="int32")
+                limit = ops.cast(cache_update_index, "int32") + query_length
+                written = ops.broadcast_to(positions < limit, (query_length, key_length))
+            mask = masks.merge_masks(mask, written[None])
+        elif use_causal_mask:
+            mask = masks.merge_masks(mask, masks.causal_mask(query_length, key_length)[None])
+        return masks.merge_masks(mask, attention_mask)
+
+    def call(
+        self,
+        query,
+        value,
+        key=None,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
+        attention_mask=None,
+        return_attention_scores: bool = False,
+        training=None,
+        use_causal_mask: bool = False,
+        cache=None,
+        cache_update_index=None,
+    ):
+        key = value if key is None else key
+        masks.check_mask_shape("value_mask", value_mask, (value.shape[0], value.shape[1]))
+        masks.check_mask_shape("key_mask", key_mask, (key.shape[0], key.shape[1]))
+        # Projections are called with `.call`: EinsumDense would warn about (and drop) the
+        # Keras masks of the inputs, which this layer handles itself.
+        query_heads = self.query_dense.call(query)  # (B, Tq, N, Hk)
+        if cache is None:
+            key_heads = self.key_dense.call(key)  # (B, Tk, N, Hk)
+            value_heads = self.value_dense.call(value)  # (B, Tk, N, Hv)
+        elif cache_update_index is None:
+            key_heads, value_heads = cache[:, 0], cache[:, 1]  # (B, Tk, N, H)
+        else:
+            start = [0, cache_update_index, 0, 0]
+            key_heads = ops.slice_update(
+                cache[:, 0], start, self.key_dense.call(key)
+            )  # (B, S, N, H)
+            value_heads = ops.slice_update(cache[:, 1], start, self.value_dense.call(value))
+            cache = ops.stack([key_heads, value_heads], axis=1)  # (B, 2, S, N, H)
+        key_length = ops.shape(key_heads)[1]
+        mask = self._attention_mask(
+            query,
+            key_length,
+            query_mask,
+            value_mask,
+            key_mask,
+            attention_mask,
+            use_causal_mask,
+            cache,
+            cache_update_index,
+        )
+        mask4 = None if mask is None else mask[:, None]  # (B, 1, Tq, Tk)
+        scale = 1.0 / math.sqrt(self.head_key_dim)
+        dropout_active = bool(training) and self.dropout > 0
+        if return_attention_scores or dropout_active:
+            attended, scores = scaled_dot_product_attention(
+                ops.swapaxes(query_heads, 1, 2),  # (B, N, Tq, Hk)
+                ops.swapaxes(key_heads, 1, 2),  # (B, N, Tk, Hk)
+                ops.swapaxes(value_heads, 1, 2),  # (B, N, Tk, Hv)
+                mask=mask4,
+                dropout=self.dropout,
+                training=dropout_active,
+                seed=self.seed_generator,
+                scale=scale,
+                return_attention_scores=True,
+            )
+            attended = ops.swapaxes(attended, 1, 2)  # (B, Tq, N, Hv)
+        else:
+            scores = None
+            attended = ops.dot_product_attention(
+                query_heads, key_heads, value_heads, mask=mask4, scale=scale
+            )  # (B, Tq, N, Hv)
+            if mask is not None:
+                # A query whose keys are all masked attends to nothing: output 0, as in
+                # `scaled_dot_product_attention` (the fused kernel would average instead).
+                any_key = ops.any(ops.broadcast_to(mask, ops.shape(mask4[:, 0])), axis=-1)
+                any_key = ops.cast(any_key, attended.dtype)[:, :, None, None]  # (B|1, Tq, 1, 1)
+                attended = attended * any_key
+        output = self.output_dense(attended)  # (B, Tq, D)
+        results = (output,)
+        if return_attention_scores:
+            results += (scores,)
+        if cache is not None and cache_update_index is not None:
+            results += (cache,)
+        return results[0] if len(results) == 1 else results
+
+    def compute_output_shape(self, query_shape, value_shape, key_shape=None):
+        return (*tuple(query_shape[:-1]), self.output_dim or query_shape[-1])
+
+    def compute_output_spec(self, query, value, key=None, **kwargs):
+        shape = self.compute_output_shape(query.shape, value.shape)
+        return output_spec(self, shape, (query, value, key), kwargs)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "key_dim": self.key_dim,
+                "value_dim": self.value_dim,
+                "dropout": self.dropout,
+                "use_bias": self.use_bias,
+                "output_dim": self.output_dim,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "seed": self.seed,
+            }
+        )
+        return config

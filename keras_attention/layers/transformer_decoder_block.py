@@ -1,0 +1,196 @@
+"""One decoder layer of the Transformer (Section 3.1), with key/value caches."""
+
+import keras
+
+from keras_attention import masks
+from keras_attention.layers.output_spec import output_spec
+from keras_attention.layers.transformer_block_base import TransformerBlockBase
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class TransformerDecoderBlock(TransformerBlockBase):
+    """Transformer decoder layer, Section 3.1.
+
+    Causal multi-head self-attention, then encoder-decoder attention (queries from the
+    decoder, keys and values from the encoder output), then the position-wise feed-forward
+    network; each sub-layer is wrapped with dropout, a residual connection and layer
+    normalisation. Built without an encoder sequence, the block has no cross-attention
+    and serves decoder-only models (language models).
+
+    Args:
+        num_heads: number of attention heads; must divide `d_model`.
+        intermediate_dim: inner size of the feed-forward network (`d_ff`).
+        dropout: residual dropout (the paper's `P_drop`).
+        attention_dropout: dropout on the attention weights.
+        activation_dropout: dropout on the feed-forward inner activation.
+        activation: the feed-forward activation.
+        norm_first: pre-LN instead of the paper's post-LN.
+        layer_norm_epsilon: epsilon of the layer normalisations.
+        kernel_initializer: initializer of every kernel.
+        bias_initializer: initializer of every bias.
+        **kwargs: standard `keras.layers.Layer` arguments.
+
+    Call arguments:
+        decoder_sequence: `(batch, target_len, d_model)`.
+        encoder_sequence: `(batch, source_len, d_model)`; required when the block was built
+            with cross-attention.
+        decoder_padding_mask: optional boolean `(batch, target_len)`; defaults to the Keras
+            mask of `decoder_sequence`. Not applied to the cache in incremental decoding.
+        decoder_attention_mask: optional boolean `(batch, target_len, target_len)`, or
+            `(batch, target_len, max_len)` over the cache.
+        encoder_padding_mask: optional boolean `(batch, source_len)`; defaults to the Keras
+            mask of `encoder_sequence`.
+        encoder_attention_mask: optional boolean `(batch, target_len, source_len)`.
+        self_attention_cache: optional `(batch, 2, max_len, heads, head_dim)` cache of the
+            self-attention keys/values (`initial_cache` makes an empty one).
+        self_attention_cache_update_index: where this call's positions are written.
+        cross_attention_cache: optional `(batch, 2, source_len, heads, head_dim)` projected
+            encoder keys/values from `compute_cross_attention_cache`, computed once.
+        use_causal_mask: mask future positions (default `True`).
+        training: whether dropout is active.
+        return_attention_scores: also return `{"self_attention": (batch, heads, T, T),
+            "cross_attention": (batch, heads, T, S)}`.
+
+    Returns:
+        `(batch, target_len, d_model)`; then the updated self-attention cache when
+        `self_attention_cache` is given; then the scores dict when asked.
+
+    Example:
+
+    >>> block = TransformerDecoderBlock(num_heads=4, intermediate_dim=64)
+    >>> target, source = np.zeros((2, 5, 32), "float32"), np.zeros((2, 7, 32), "float32")
+    >>> block(target, source).shape
+    (2, 5, 32)
+    """
+
+    def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
+        self._check_d_model(decoder_sequence_shape[-1])
+        self.self_attention = self._make_attention("self_attention")
+        self.self_attention.build(decoder_sequence_shape, decoder_sequence_shape)
+        self.self_attention_norm = self._make_norm("self_attention_norm")
+        self.self_attention_norm.build(decoder_sequence_shape)
+        self.self_attention_dropout = self._make_dropout("self_attention_dropout")
+        self.has_cross_attention = encoder_sequence_shape is not None
+        if self.has_cross_attention:
+            self.cross_attention = self._make_attention("cross_attention")
+            self.cross_attention.build(decoder_sequence_shape, encoder_sequence_shape)
+            self.cross_attention_norm = self._make_norm("cross_attention_norm")
+            self.cross_attention_norm.build(decoder_sequence_shape)
+            self.cross_attention_dropout = self._make_dropout("cross_attention_dropout")
+        self.feed_forward = self._make_feed_forward()
+        self.feed_forward.build(decoder_sequence_shape)
+        self.feed_forward_norm = self._make_norm("feed_forward_norm")
+        self.feed_forward_norm.build(decoder_sequence_shape)
+        self.feed_forward_dropout = self._make_dropout("feed_forward_dropout")
+
+    def initial_cache(self, batch_size, max_length):
+        """An empty self-attention cache `(batch_size, 2, max_length, heads, head_dim)`."""
+        return self.self_attention.initial_cache(batch_size, max_length)
+
+    def compute_cross_attention_cache(self, encoder_sequence):
+        """Projects the encoder output once into `(batch, 2, source_len, heads, head_dim)`."""
+        return self.cross_attention.compute_key_value_cache(encoder_sequence)
+
+    def call(
+        self,
+        decoder_sequence,
+        encoder_sequence=None,
+        decoder_padding_mask=None,
+        decoder_attention_mask=None,
+        encoder_padding_mask=None,
+        encoder_attention_mask=None,
+        self_attention_cache=None,
+        self_attention_cache_update_index=None,
+        cross_attention_cache=None,
+        use_causal_mask: bool = True,
+        training=None,
+        return_attention_scores: bool = False,
+    ):
+        if self.has_cross_attention and encoder_sequence is None:
+            raise ValueError(
+                f"{self.name} was built with cross-attention, so encoder_sequence is "
+                "required; got encoder_sequence=None"
+            )
+        if not self.has_cross_attention and encoder_sequence is not None:
+            raise ValueError(
+                f"{self.name} was built without cross-attention (decoder-only); got an "
+                f"encoder_sequence of shape {encoder_sequence.shape}"
+            )
+        if self_attention_cache is not None and self_attention_cache_update_index is None:
+            raise ValueError(
+                "self_attention_cache needs self_attention_cache_update_index (the position "
+                "of this call's first token); got self_attention_cache_update_index=None"
+            )
+        if decoder_padding_mask is None:
+            decoder_padding_mask = masks.keras_mask(decoder_sequence)
+        masks.check_mask_shape(
+            "decoder_padding_mask", decoder_padding_mask, tuple(decoder_sequence.shape[:2])
+        )
+        scores = {}
+        x = decoder_sequence  # (B, T, D)
+        normed = self._sublayer_input(x, self.self_attention_norm)
+        attended = self.self_attention(
+            query=normed,
+            value=normed,
+            value_mask=decoder_padding_mask,
+            attention_mask=decoder_attention_mask,
+            use_causal_mask=use_causal_mask,
+            cache=self_attention_cache,
+            cache_update_index=self_attention_cache_update_index,
+            return_attention_scores=return_attention_scores,
+            training=training,
+        )
+        attended, self_scores, self_attention_cache = _unpack(
+            attended, return_attention_scores, self_attention_cache is not None
+        )
+        scores["self_attention"] = self_scores
+        x = self._residual(
+            x, attended, self.self_attention_dropout, self.self_attention_norm, training
+        )  # (B, T, D)
+        if self.has_cross_attention:
+            if encoder_padding_mask is None:
+                encoder_padding_mask = masks.keras_mask(encoder_sequence)
+            masks.check_mask_shape(
+                "encoder_padding_mask", encoder_padding_mask, tuple(encoder_sequence.shape[:2])
+            )
+            attended = self.cross_attention(
+                query=self._sublayer_input(x, self.cross_attention_norm),
+                value=encoder_sequence,
+                value_mask=encoder_padding_mask,
+                attention_mask=encoder_attention_mask,
+                cache=cross_attention_cache,
+                return_attention_scores=return_attention_scores,
+                training=training,
+            )
+            attended, scores["cross_attention"], _ = _unpack(
+                attended, return_attention_scores, False
+            )
+            x = self._residual(
+                x, attended, self.cross_attention_dropout, self.cross_attention_norm, training
+            )  # (B, T, D)
+        transformed = self.feed_forward(
+            self._sublayer_input(x, self.feed_forward_norm), training=training
+        )
+        x = self._residual(
+            x, transformed, self.feed_forward_dropout, self.feed_forward_norm, training
+        )  # (B, T, D)
+        results = (x,)
+        if self_attention_cache is not None:
+            results += (self_attention_cache,)
+        if return_attention_scores:
+            results += (scores,)
+        return results[0] if len(results) == 1 else results
+
+    def compute_output_spec(self, decoder_sequence, *args, **kwargs):
+        return output_spec(self, tuple(decoder_sequence.shape), (decoder_sequence, *args), kwargs)
+
+
+def _unpack(result, with_scores: bool, with_cache: bool):
+    """Splits a `MultiHeadAttention` result into `(output, scores or None, cache or None)`."""
+    if not (with_scores or with_cache):
+        return result, None, None
+    result = list(result)
+    output = result.pop(0)
+    scores = result.pop(0) if with_scores else None
+    cache = result.pop(0) if with_cache else None
+    return output, scores, cache

@@ -1,0 +1,73 @@
+"""The encoder stack of the Transformer (Section 3.1)."""
+
+import keras
+
+from keras_attention import masks
+from keras_attention.layers.output_spec import output_spec
+from keras_attention.layers.transformer_encoder_block import TransformerEncoderBlock
+from keras_attention.layers.transformer_stack_base import TransformerStackBase
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class TransformerEncoder(TransformerStackBase):
+    """Transformer encoder: a stack of `num_layers` identical encoder blocks, Section 3.1.
+
+    Args:
+        num_layers: number of blocks (`N = 6` in the paper).
+        num_heads: number of attention heads.
+        intermediate_dim: inner size of the feed-forward networks (`d_ff`).
+        **kwargs: the other arguments of `TransformerEncoderBlock` (`dropout`,
+            `attention_dropout`, `activation_dropout`, `activation`, `norm_first`,
+            `layer_norm_epsilon`, initializers) and of `keras.layers.Layer`.
+
+    Call arguments:
+        inputs: `(batch, seq_len, d_model)`, typically from `PositionalEmbedding`.
+        padding_mask: optional boolean `(batch, seq_len)`; defaults to the Keras mask.
+        attention_mask: optional boolean `(batch, seq_len, seq_len)`.
+        training: whether dropout is active.
+        return_attention_scores: also return a list with each block's self-attention
+            weights `(batch, heads, seq_len, seq_len)`.
+
+    Returns:
+        `(batch, seq_len, d_model)`, and the list of weights when asked.
+
+    Example:
+
+    >>> encoder = TransformerEncoder(num_layers=2, num_heads=4, intermediate_dim=64)
+    >>> encoder(np.zeros((2, 7, 32), "float32")).shape
+    (2, 7, 32)
+    """
+
+    block_class = TransformerEncoderBlock
+
+    def build(self, inputs_shape):
+        self._build_blocks(inputs_shape)
+
+    def call(
+        self,
+        inputs,
+        padding_mask=None,
+        attention_mask=None,
+        training=None,
+        return_attention_scores: bool = False,
+    ):
+        if padding_mask is None:
+            padding_mask = masks.keras_mask(inputs)
+        x = inputs  # (B, T, D)
+        all_scores = []
+        for block in self.blocks:
+            x = block(
+                x,
+                padding_mask=padding_mask,
+                attention_mask=attention_mask,
+                training=training,
+                return_attention_scores=return_attention_scores,
+            )
+            if return_attention_scores:
+                x, scores = x
+                all_scores.append(scores)
+        x = self._finish(x)  # (B, T, D)
+        return (x, all_scores) if return_attention_scores else x
+
+    def compute_output_spec(self, inputs, *args, **kwargs):
+        return output_spec(self, tuple(inputs.shape), (inputs, *args), kwargs)
