@@ -1,0 +1,82 @@
+"""Multi30k English-German (WMT16 multimodal task 1): local files or a cached download."""
+
+import gzip
+import os
+import tempfile
+from pathlib import Path
+
+import keras
+
+from keras_attention.data.text_files import read_parallel
+
+# The raw task-1 files of the public Multi30k repository (see ../shared/data/multi30k/README.md).
+DEFAULT_ORIGIN = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
+# split -> (local file stem, remote file stem)
+SPLITS = {
+    "train": ("train", "train"),
+    "val": ("val", "val"),
+    "test": ("test2016", "test_2016_flickr"),
+}
+LANGUAGES = ("en", "de")
+
+
+def _download(origin: str, cache_dir: str | None) -> Path:
+    """Downloads and gunzips every split into the Keras cache; returns the folder."""
+    folder = None
+    for local, remote in SPLITS.values():
+        for language in LANGUAGES:
+            archive = keras.utils.get_file(
+                f"multi30k_{remote}.{language}.gz",
+                origin=origin.rstrip("/") + f"/{remote}.{language}.gz",
+                cache_dir=cache_dir,
+                cache_subdir="multi30k",
+            )
+            folder = Path(archive).parent
+            target = folder / f"{local}.{language}"
+            if not target.exists():
+                with gzip.open(archive, "rb") as source:
+                    data = source.read()
+                with tempfile.NamedTemporaryFile(dir=folder, delete=False) as tmp:
+                    tmp.write(data)
+                os.replace(tmp.name, target)
+    return folder
+
+
+def load_multi30k(
+    data_dir: str | os.PathLike | None = None,
+    origin: str = DEFAULT_ORIGIN,
+    cache_dir: str | None = None,
+    source_language: str = "en",
+) -> dict[str, tuple[list[str], list[str]]]:
+    """Loads Multi30k English-German as raw, true-cased sentences.
+
+    Args:
+        data_dir: a folder with `train.{en,de}`, `val.{en,de}` and `test2016.{en,de}`; when
+            `None`, the files are downloaded from `origin` once and cached by
+            `keras.utils.get_file` (in `cache_dir`, default `~/.keras`).
+        origin: base URL of the gzipped raw files (a `file://` URL works too).
+        cache_dir: where downloads are cached.
+        source_language: `"en"` (English to German) or `"de"` (German to English).
+
+    Returns:
+        `{"train": (sources, targets), "val": ..., "test": ...}`; `test` is test2016.
+
+    Raises:
+        ValueError: for an unknown language; the errors of `read_parallel` for bad files.
+
+    Example:
+
+    >>> splits = load_multi30k("../shared/data/multi30k")
+    >>> len(splits["train"][0])
+    29000
+    """
+    if source_language not in LANGUAGES:
+        raise ValueError(f"source_language must be one of {LANGUAGES}; got {source_language!r}")
+    target_language = "de" if source_language == "en" else "en"
+    folder = Path(data_dir) if data_dir is not None else _download(origin, cache_dir)
+    return {
+        split: read_parallel(
+            folder / f"{local}.{source_language}", folder / f"{local}.{target_language}"
+        )
+        for split, (local, _) in SPLITS.items()
+    }

@@ -1,0 +1,56 @@
+"""Reading a parallel corpus from two text files, with errors that name the file and line."""
+
+import os
+from pathlib import Path
+
+
+def read_lines(path: str | os.PathLike) -> list[str]:
+    """The lines of a UTF-8 text file, without line endings.
+
+    Raises:
+        FileNotFoundError: if `path` does not exist.
+        ValueError: if the file is empty, or a line is not valid UTF-8 (naming file and line).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"corpus file not found: {path}")
+    lines = []
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                lines.append(raw.decode("utf-8").rstrip("\r\n"))
+            except UnicodeDecodeError as error:
+                raise ValueError(
+                    f"{path}:{number}: not valid UTF-8 ({error.reason} at byte {error.start})"
+                ) from error
+    if not lines:
+        raise ValueError(f"corpus file is empty: {path}")
+    return lines
+
+
+def read_parallel(
+    source_path: str | os.PathLike, target_path: str | os.PathLike
+) -> tuple[list[str], list[str]]:
+    """Reads aligned sentences: line i of the source file translates line i of the target file.
+
+    Pairs where either side is blank are dropped (they teach nothing); everything else is
+    kept as it is.
+
+    Returns:
+        `(sources, targets)`, two lists of the same length.
+
+    Raises:
+        FileNotFoundError: if a file does not exist.
+        ValueError: for an empty file, invalid UTF-8 (naming file and line), different line
+            counts (naming both files and counts), or no pair left.
+    """
+    sources, targets = read_lines(source_path), read_lines(target_path)
+    if len(sources) != len(targets):
+        raise ValueError(
+            f"parallel files differ in length: {source_path} has {len(sources)} lines, "
+            f"{target_path} has {len(targets)}; line i of one must translate line i of the other"
+        )
+    pairs = [(s, t) for s, t in zip(sources, targets, strict=True) if s.strip() and t.strip()]
+    if not pairs:
+        raise ValueError(f"no non-blank sentence pair in {source_path} and {target_path}")
+    return [s for s, _ in pairs], [t for _, t in pairs]

@@ -1,0 +1,139 @@
+"""A joint SentencePiece subword model: learned with `sentencepiece`, run with tensorflow-text."""
+
+import io
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import sentencepiece
+import tensorflow as tf
+import tensorflow_text
+
+from keras_attention.data.special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+MODEL_TYPES = ("unigram", "bpe")
+
+
+class SubwordTokenizer(tf.Module):
+    """A SentencePiece model shared by source and target, run inside the TensorFlow graph.
+
+    `tokenize` and `detokenize` use `tensorflow_text.SentencepieceTokenizer`, so they work in
+    `tf.data` pipelines and in exported SavedModels. Ids: 0 padding, 1 unknown, 2 BOS, 3 EOS.
+
+    Args:
+        model_proto: the serialized SentencePiece model (bytes).
+
+    Example:
+
+    >>> tokenizer = SubwordTokenizer.train(["a man rides a bike", ...], vocabulary_size=1000)
+    >>> ids = tokenizer.tokenize(["a man"])  # tf.RaggedTensor of int32, no BOS / EOS
+    >>> tokenizer.detokenize(ids)  # [b"a man"]
+    """
+
+    def __init__(self, model_proto: bytes):
+        super().__init__(name="subword_tokenizer")
+        if not isinstance(model_proto, bytes) or not model_proto:
+            raise ValueError("model_proto must be the non-empty bytes of a SentencePiece model")
+        self.model_proto = model_proto
+        processor = sentencepiece.SentencePieceProcessor(model_proto=model_proto)
+        ids = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
+        if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
+            raise ValueError(
+                "the SentencePiece model must use pad=0, unk=1, bos=2, eos=3 (train it with "
+                f"SubwordTokenizer.train); got pad, unk, bos, eos = {ids}"
+            )
+        self.vocabulary_size = processor.get_piece_size()
+        self._tokenizer = tensorflow_text.SentencepieceTokenizer(
+            model=model_proto, out_type=tf.int32
+        )
+
+    @classmethod
+    def train(
+        cls,
+        texts: Iterable[str],
+        vocabulary_size: int,
+        model_type: str = "unigram",
+        character_coverage: float = 1.0,
+        num_threads: int = 2,
+    ) -> "SubwordTokenizer":
+        """Learns a SentencePiece model from `texts` (source and target sentences together).
+
+        Args:
+            texts: the training sentences, one string each.
+            vocabulary_size: number of pieces, special tokens included.
+            model_type: `"unigram"` or `"bpe"`.
+            character_coverage: fraction of characters covered (1.0 keeps every character).
+            num_threads: trainer threads.
+
+        Raises:
+            ValueError: for an unknown model type, no text, or a vocabulary too large for
+                the text.
+        """
+        if model_type not in MODEL_TYPES:
+            raise ValueError(f"model_type must be one of {MODEL_TYPES}; got {model_type!r}")
+        texts = [text for text in texts if text.strip()]
+        if not texts:
+            raise ValueError("texts holds no non-empty sentence to learn a subword model from")
+        if vocabulary_size <= 4:
+            raise ValueError(f"vocabulary_size must be > 4; got vocabulary_size={vocabulary_size}")
+        model = io.BytesIO()
+        try:
+            sentencepiece.SentencePieceTrainer.train(
+                sentence_iterator=iter(texts),
+                model_writer=model,
+                vocab_size=vocabulary_size,
+                model_type=model_type,
+                character_coverage=character_coverage,
+                pad_id=PAD_ID,
+                unk_id=UNK_ID,
+                bos_id=BOS_ID,
+                eos_id=EOS_ID,
+                num_threads=num_threads,
+                minloglevel=2,
+            )
+        except RuntimeError as error:
+            raise ValueError(
+                f"could not learn a SentencePiece model with vocabulary_size={vocabulary_size} "
+                f"and model_type={model_type!r} from {len(texts)} sentences: {error}"
+            ) from error
+        return cls(model.getvalue())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "SubwordTokenizer":
+        """Reads a tokenizer saved with `save` (a SentencePiece `.model` file)."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no SentencePiece model file at {path}")
+        return cls(path.read_bytes())
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Writes the SentencePiece model to `path` atomically; returns the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as tmp:
+            tmp.write(self.model_proto)
+        os.replace(tmp.name, path)
+        return path
+
+    def tokenize(self, sentences):
+        """`(batch,)` strings -> `tf.RaggedTensor` `(batch, None)` of int32 ids (no BOS/EOS)."""
+        return self._tokenizer.tokenize(sentences)
+
+    def detokenize(self, ids):
+        """Ids -> strings. Everything from the first EOS on, padding and BOS are dropped.
+
+        Args:
+            ids: a dense `(batch, length)` tensor or a `tf.RaggedTensor` of ids.
+        """
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids, tf.int32))
+        ids = tf.cast(ids, tf.int32)
+        # Keep the ids before the first EOS, then drop padding and BOS.
+        before_eos = tf.equal(tf.math.cumsum(tf.cast(tf.equal(ids, EOS_ID), tf.int32), axis=1), 0)
+        keep = tf.logical_and(before_eos, tf.logical_and(ids != PAD_ID, ids != BOS_ID))
+        return self._tokenizer.detokenize(tf.ragged.boolean_mask(ids, keep))
+
+    def id_to_piece(self, ids):
+        """The subword strings of `ids` (for labelling plots)."""
+        return self._tokenizer.id_to_string(ids)

@@ -1,0 +1,6 @@
+"""Models composed from `keras_attention.layers`."""
+
+from keras_attention.models.presets import PRESETS, preset_config
+from keras_attention.models.transformer import Transformer
+
+__all__ = ["PRESETS", "Transformer", "preset_config"]

@@ -1,0 +1,234 @@
+"""The encoder-decoder Transformer (Section 3) as a subclassed `keras.Model`."""
+
+import keras
+from keras import ops
+
+from keras_attention import masks
+from keras_attention.layers import PositionalEmbedding, TransformerDecoder, TransformerEncoder
+from keras_attention.layers.validation import check_positive_int
+from keras_attention.models.presets import preset_config
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class Transformer(keras.Model):
+    """The Transformer of "Attention Is All You Need", Section 3 (Figure 1).
+
+    Token ids in, next-token logits out: `call((source_ids, target_in_ids))`. Id 0 is padding
+    everywhere. By default source and target share one vocabulary and one embedding matrix,
+    which is also the pre-softmax projection (Section 3.4).
+
+    Args:
+        vocabulary_size: size of the (shared, or source) vocabulary.
+        target_vocabulary_size: size of the target vocabulary when it differs from the
+            source's; requires `share_embeddings=False`.
+        num_encoder_layers: number of encoder blocks (`N`).
+        num_decoder_layers: number of decoder blocks (`N`).
+        d_model: model width.
+        num_heads: attention heads.
+        intermediate_dim: feed-forward inner size (`d_ff`).
+        dropout: residual and embedding dropout (`P_drop`).
+        attention_dropout: dropout on attention weights.
+        activation_dropout: dropout on the feed-forward inner activation.
+        norm_first: pre-LN instead of the paper's post-LN.
+        layer_norm_epsilon: epsilon of the layer normalisations.
+        share_embeddings: one embedding matrix for source and target tokens.
+        tie_output_embeddings: the target embedding matrix is also the pre-softmax projection.
+        max_wavelength: base of the sinusoidal positional encoding.
+        **kwargs: standard `keras.Model` arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: a tuple `(source_ids, target_in_ids)` of int tensors `(batch, S)` and
+            `(batch, T)`, or a dict with keys `"source"` and `"target_in"`.
+        training: whether dropout is active.
+
+    Returns:
+        float32 logits `(batch, T, target_vocabulary_size)`.
+
+    Example:
+
+    >>> model = Transformer.from_preset("tiny", vocabulary_size=1000)
+    >>> logits = model((np.array([[5, 6, 2]]), np.array([[1, 7]])))  # (1, 2, 1000)
+    """
+
+    def __init__(
+        self,
+        vocabulary_size: int,
+        target_vocabulary_size: int | None = None,
+        num_encoder_layers: int = 6,
+        num_decoder_layers: int = 6,
+        d_model: int = 512,
+        num_heads: int = 8,
+        intermediate_dim: int = 2048,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        activation_dropout: float = 0.0,
+        norm_first: bool = False,
+        layer_norm_epsilon: float = 1e-6,
+        share_embeddings: bool = True,
+        tie_output_embeddings: bool = True,
+        max_wavelength: float = 10000.0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        check_positive_int("vocabulary_size", vocabulary_size)
+        check_positive_int("target_vocabulary_size", target_vocabulary_size, allow_none=True)
+        if share_embeddings and target_vocabulary_size not in (None, vocabulary_size):
+            raise ValueError(
+                "share_embeddings=True needs one vocabulary; got vocabulary_size="
+                f"{vocabulary_size}, target_vocabulary_size={target_vocabulary_size}"
+            )
+        if d_model % num_heads:
+            raise ValueError(
+                f"num_heads must divide d_model; got num_heads={num_heads}, d_model={d_model}"
+            )
+        self.vocabulary_size = vocabulary_size
+        self.target_vocabulary_size = target_vocabulary_size
+        self.num_encoder_layers = num_encoder_layers
+        self.num_decoder_layers = num_decoder_layers
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.activation_dropout = activation_dropout
+        self.norm_first = norm_first
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.share_embeddings = share_embeddings
+        self.tie_output_embeddings = tie_output_embeddings
+        self.max_wavelength = max_wavelength
+
+        policy = self.dtype_policy
+        embedding_args = dict(
+            d_model=d_model, dropout=dropout, max_wavelength=max_wavelength, dtype=policy
+        )
+        self.target_embedding = PositionalEmbedding(
+            self.output_vocabulary_size,
+            tie_weights=tie_output_embeddings,
+            name="target_embedding" if not share_embeddings else "shared_embedding",
+            **embedding_args,
+        )
+        self.source_embedding = (
+            self.target_embedding
+            if share_embeddings
+            else PositionalEmbedding(vocabulary_size, name="source_embedding", **embedding_args)
+        )
+        block_args = dict(
+            num_heads=num_heads,
+            intermediate_dim=intermediate_dim,
+            dropout=dropout,
+            attention_dropout=attention_dropout,
+            activation_dropout=activation_dropout,
+            norm_first=norm_first,
+            layer_norm_epsilon=layer_norm_epsilon,
+            dtype=policy,
+        )
+        self.encoder = TransformerEncoder(num_encoder_layers, name="encoder", **block_args)
+        self.decoder = TransformerDecoder(num_decoder_layers, name="decoder", **block_args)
+
+    @property
+    def output_vocabulary_size(self) -> int:
+        """The size of the target vocabulary (the logits' last dimension)."""
+        return self.target_vocabulary_size or self.vocabulary_size
+
+    @classmethod
+    def from_preset(cls, preset: str, vocabulary_size: int, **overrides) -> "Transformer":
+        """Builds a preset size (`"tiny"`, `"small"`, `"base"`, `"big"`), with overrides.
+
+        Example:
+
+        >>> model = Transformer.from_preset("small", vocabulary_size=8000, dropout=0.2)
+        """
+        return cls(vocabulary_size=vocabulary_size, **preset_config(preset, **overrides))
+
+    def build(self, input_shape=None):
+        batch = None
+        source_shape, target_shape = (batch, None), (batch, None)
+        self.source_embedding.build(source_shape)
+        self.target_embedding.build(target_shape)
+        self.encoder.build((batch, None, self.d_model))
+        self.decoder.build((batch, None, self.d_model), (batch, None, self.d_model))
+        self.built = True
+
+    def encode(self, source_ids, training=None):
+        """Runs the encoder: `(batch, S)` ids -> `(batch, S, d_model)`, with its padding mask.
+
+        Returns:
+            A tuple `(encoder_outputs, source_padding_mask)`; the mask is boolean `(batch, S)`.
+        """
+        source_mask = masks.padding_mask(source_ids)  # (B, S)
+        hidden = self.source_embedding(source_ids, training=training)  # (B, S, D)
+        encoded = self.encoder(hidden, padding_mask=source_mask, training=training)  # (B, S, D)
+        return encoded, source_mask
+
+    def decode(
+        self,
+        target_ids,
+        encoder_outputs,
+        source_padding_mask=None,
+        start_index=0,
+        self_attention_cache=None,
+        cross_attention_cache=None,
+        training=None,
+    ):
+        """Runs the decoder and the output projection.
+
+        Args:
+            target_ids: `(batch, T)` target ids (the decoder input, starting with BOS).
+            encoder_outputs: `(batch, S, d_model)` from `encode`.
+            source_padding_mask: boolean `(batch, S)`, `True` for real source tokens.
+            start_index: position of `target_ids[:, 0]` (the cache index when decoding
+                incrementally).
+            self_attention_cache: optional list of per-block caches from
+                `self.decoder.initial_cache(batch, max_length)`.
+            cross_attention_cache: optional list from
+                `self.decoder.compute_cross_attention_cache(encoder_outputs)`.
+            training: whether dropout is active.
+
+        Returns:
+            float32 logits `(batch, T, vocab)`; with `self_attention_cache`, the tuple
+            `(logits, updated_caches)`.
+        """
+        hidden = self.target_embedding(
+            target_ids, start_index=start_index, training=training
+        )  # (B, T, D)
+        result = self.decoder(
+            hidden,
+            encoder_outputs,
+            decoder_padding_mask=masks.padding_mask(target_ids),
+            encoder_padding_mask=source_padding_mask,
+            self_attention_cache=self_attention_cache,
+            self_attention_cache_update_index=None if self_attention_cache is None else start_index,
+            cross_attention_cache=cross_attention_cache,
+            training=training,
+        )
+        hidden, caches = (result, None) if self_attention_cache is None else result
+        logits = ops.cast(self.target_embedding(hidden, reverse=True), "float32")  # (B, T, V)
+        return logits if caches is None else (logits, caches)
+
+    def call(self, inputs, training=None):
+        if isinstance(inputs, dict):
+            source_ids, target_ids = inputs["source"], inputs["target_in"]
+        else:
+            source_ids, target_ids = inputs
+        encoded, source_mask = self.encode(source_ids, training=training)
+        return self.decode(target_ids, encoded, source_mask, training=training)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "vocabulary_size": self.vocabulary_size,
+            "target_vocabulary_size": self.target_vocabulary_size,
+            "num_encoder_layers": self.num_encoder_layers,
+            "num_decoder_layers": self.num_decoder_layers,
+            "d_model": self.d_model,
+            "num_heads": self.num_heads,
+            "intermediate_dim": self.intermediate_dim,
+            "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
+            "activation_dropout": self.activation_dropout,
+            "norm_first": self.norm_first,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "share_embeddings": self.share_embeddings,
+            "tie_output_embeddings": self.tie_output_embeddings,
+            "max_wavelength": self.max_wavelength,
+        }

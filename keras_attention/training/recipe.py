@@ -1,0 +1,62 @@
+"""The paper's training recipe in one call (Section 5)."""
+
+import keras
+
+from keras_attention.training.losses import LabelSmoothedCrossEntropy
+from keras_attention.training.metrics import MaskedAccuracy, Perplexity
+from keras_attention.training.schedules import TransformerSchedule
+
+
+def paper_optimizer(
+    d_model: int, warmup_steps: int = 4000, scale: float = 1.0
+) -> keras.optimizers.Adam:
+    """Adam with beta_1=0.9, beta_2=0.98, epsilon=1e-9 on the warm-up schedule (Section 5.3).
+
+    Example:
+
+    >>> optimizer = paper_optimizer(d_model=512)
+    """
+    return keras.optimizers.Adam(
+        learning_rate=TransformerSchedule(d_model, warmup_steps, scale),
+        beta_1=0.9,
+        beta_2=0.98,
+        epsilon=1e-9,
+    )
+
+
+def compile_with_paper_recipe(
+    model: keras.Model,
+    warmup_steps: int = 4000,
+    label_smoothing: float = 0.1,
+    learning_rate_scale: float = 1.0,
+    jit_compile="auto",
+    pad_id: int = 0,
+    **compile_kwargs,
+) -> keras.Model:
+    """Compiles `model` with the paper's optimizer, schedule, loss and token metrics.
+
+    Args:
+        model: a model with a `d_model` attribute (e.g. `Transformer`) returning logits.
+        warmup_steps: warm-up of the learning-rate schedule (4000 in the paper).
+        label_smoothing: `epsilon_ls` (0.1 in the paper).
+        learning_rate_scale: multiplier of the schedule.
+        jit_compile: passed to `model.compile` ("auto" uses XLA where Keras can).
+        pad_id: the padding id ignored by the loss and metrics.
+        **compile_kwargs: any other `model.compile` arguments.
+
+    Returns:
+        The compiled model.
+
+    Example:
+
+    >>> model = Transformer.from_preset("small", vocabulary_size=8000)
+    >>> compile_with_paper_recipe(model, warmup_steps=4000)
+    """
+    model.compile(
+        optimizer=paper_optimizer(model.d_model, warmup_steps, learning_rate_scale),
+        loss=LabelSmoothedCrossEntropy(label_smoothing, pad_id=pad_id),
+        metrics=[MaskedAccuracy(pad_id=pad_id), Perplexity(pad_id=pad_id)],
+        jit_compile=jit_compile,
+        **compile_kwargs,
+    )
+    return model
