@@ -1,0 +1,198 @@
+"""One training run of a translator, end to end: corpus, tokenizer, batches, `model.fit`, files.
+
+`tools/train.py` is the command-line face of `train_translator`.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import keras
+
+from keras_attention.data.datasets import load_corpus
+from keras_attention.data.pipeline import encode_pairs, make_batches
+from keras_attention.data.tokenizer import SubwordTokenizer
+from keras_attention.distribute import get_strategy
+from keras_attention.models import Transformer
+from keras_attention.training.callbacks import training_callbacks
+from keras_attention.training.recipe import compile_with_paper_recipe
+
+logger = logging.getLogger(__name__)
+
+MIXED_PRECISION_POLICIES = (None, "mixed_float16", "mixed_bfloat16")
+# Subword vocabulary sizes that suit each corpus.
+DEFAULT_VOCABULARY_SIZES = {"generated": 400, "multi30k": 8000}
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """Everything a training run needs; saved as `config.json` in the output folder.
+
+    Attributes:
+        output_dir: the run's folder (config, tokenizer, backups, checkpoints, logs, model).
+        dataset: `"generated"` or `"multi30k"`.
+        data_dir: folder of the Multi30k files (downloaded when `None`).
+        preset: model size (`"tiny"`, `"small"`, `"base"`, `"big"`).
+        model_overrides: constructor arguments that replace the preset's.
+        vocabulary_size: SentencePiece vocabulary size; `None` picks one for the dataset.
+        epochs: passes over the training split.
+        max_tokens: padded tokens per batch.
+        max_length: longest sequence kept, in subword tokens (longer pairs are dropped).
+        warmup_steps: warm-up of the paper's schedule.
+        learning_rate_scale: multiplier of the paper's schedule.
+        label_smoothing: the paper's `epsilon_ls`.
+        devices: devices for `MirroredStrategy` (`None`: every GPU, or the default device).
+        jit_compile: compile the train step with XLA.
+        mixed_precision: `None`, `"mixed_float16"` or `"mixed_bfloat16"`.
+        seed: seed of the corpus, the shuffling and the initial weights.
+    """
+
+    output_dir: str = "runs/translator"
+    dataset: str = "generated"
+    data_dir: str | None = None
+    preset: str = "tiny"
+    model_overrides: dict = dataclasses.field(default_factory=dict)
+    vocabulary_size: int | None = None
+    epochs: int = 10
+    max_tokens: int = 4096
+    max_length: int = 64
+    warmup_steps: int = 4000
+    learning_rate_scale: float = 1.0
+    label_smoothing: float = 0.1
+    devices: list[str] | None = None
+    jit_compile: bool = True
+    mixed_precision: str | None = None
+    seed: int = 0
+
+    def validate(self) -> None:
+        """Raises `ValueError` naming the first bad field."""
+        if self.mixed_precision not in MIXED_PRECISION_POLICIES:
+            raise ValueError(
+                f"mixed_precision must be one of {MIXED_PRECISION_POLICIES}; "
+                f"got mixed_precision={self.mixed_precision!r}"
+            )
+        for name in ("epochs", "max_tokens", "max_length", "warmup_steps"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer; got {name}={value!r}")
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What a run produced.
+
+    Attributes:
+        model: the trained model.
+        tokenizer: its tokenizer.
+        history: per-epoch metrics of this process's `fit` (resumed epochs only).
+        test_metrics: loss, masked token accuracy and perplexity on the test split.
+        model_path: the final `.keras` file.
+    """
+
+    model: Transformer
+    tokenizer: SubwordTokenizer
+    history: dict
+    test_metrics: dict
+    model_path: Path
+
+
+def _write_json(path: Path, data: dict) -> None:
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
+        json.dump(data, tmp, indent=2)
+    os.replace(tmp.name, path)
+
+
+def _save_model_atomically(model: keras.Model, path: Path) -> None:
+    staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=".saving-"))
+    try:
+        model.save(staging / path.name)
+        os.replace(staging / path.name, path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _tokenizer_for(output_dir: Path, sources: list[str], targets: list[str], size: int):
+    """The run's tokenizer: the saved one when resuming, else a new one learned and saved."""
+    path = output_dir / "tokenizer.model"
+    if path.exists():
+        return SubwordTokenizer.load(path)
+    tokenizer = SubwordTokenizer.train(sources + targets, size)
+    tokenizer.save(path)
+    return tokenizer
+
+
+def train_translator(config: TrainConfig) -> TrainResult:
+    """Trains a translator with the paper's recipe and writes everything to `output_dir`.
+
+    Killed and started again with the same `output_dir`, the run resumes from the last
+    epoch backed up (`BackupAndRestore`).
+
+    Args:
+        config: the run's settings.
+
+    Returns:
+        A `TrainResult`.
+    """
+    config.validate()
+    output_dir = Path(config.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(output_dir / "config.json", dataclasses.asdict(config))
+    keras.utils.set_random_seed(config.seed)
+
+    corpus = load_corpus(config.dataset, config.data_dir, seed=config.seed)
+    vocabulary_size = config.vocabulary_size or DEFAULT_VOCABULARY_SIZES[config.dataset]
+    tokenizer = _tokenizer_for(output_dir, *corpus["train"], vocabulary_size)
+    strategy = get_strategy(config.devices)
+    replicas = strategy.num_replicas_in_sync
+
+    def batches(split: str, shuffle: bool):
+        encoded = encode_pairs(tokenizer, *corpus[split], max_length=config.max_length)
+        logger.info("%s: %d pairs kept of %d", split, encoded.num_pairs, encoded.num_read)
+        return make_batches(
+            encoded,
+            max_tokens=config.max_tokens,
+            max_length=config.max_length,
+            batch_multiple=replicas,
+            shuffle=shuffle,
+            seed=config.seed,
+        )
+
+    train_data, val_data, test_data = (
+        batches("train", True),
+        batches("val", False),
+        batches("test", False),
+    )
+    previous_policy = keras.config.dtype_policy()
+    if config.mixed_precision:
+        keras.config.set_dtype_policy(config.mixed_precision)
+    try:
+        with strategy.scope():
+            model = Transformer.from_preset(
+                config.preset, vocabulary_size=tokenizer.vocabulary_size, **config.model_overrides
+            )
+            model.build()
+            compile_with_paper_recipe(
+                model,
+                warmup_steps=config.warmup_steps,
+                label_smoothing=config.label_smoothing,
+                learning_rate_scale=config.learning_rate_scale,
+                jit_compile=config.jit_compile,
+            )
+        history = model.fit(
+            train_data,
+            validation_data=val_data,
+            epochs=config.epochs,
+            callbacks=training_callbacks(output_dir),
+            verbose=2,
+        )
+        test_metrics = model.evaluate(test_data, return_dict=True, verbose=0)
+    finally:
+        keras.config.set_dtype_policy(previous_policy)
+    model_path = output_dir / "model.keras"
+    _save_model_atomically(model, model_path)
+    _write_json(output_dir / "test_metrics.json", test_metrics)
+    return TrainResult(model, tokenizer, history.history, test_metrics, model_path)
