@@ -1,13 +1,13 @@
-"""Test set-up: TensorFlow is the default backend; `KERAS_BACKEND=torch` runs the layer tests on torch."""
+"""Test set-up: TensorFlow by default; `KERAS_BACKEND=torch` runs the layer tests on torch."""
 
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import keras
+import numpy as np
+import pytest
 
 
 @pytest.fixture(autouse=True)

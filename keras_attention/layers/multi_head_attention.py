@@ -19,9 +19,10 @@ class MultiHeadAttention(keras.layers.Layer):
     `MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O` with
     `head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)`. All heads are computed at once: one
     projection each for Q, K and V (an einsum into `(batch, length, heads, head_dim)`), one
-    batched attention, and one output projection. Without attention dropout or requested
-    scores it runs `keras.ops.dot_product_attention` (the backend's fused kernel where there
-    is one); otherwise `scaled_dot_product_attention`.
+    batched attention, and one output projection. Without attention dropout, requested
+    scores or a float16 compute dtype it runs `keras.ops.dot_product_attention` (the
+    backend's fused kernel where there is one); otherwise `scaled_dot_product_attention`,
+    whose logits are computed in float32.
 
     The call signature is that of `keras.layers.MultiHeadAttention`, plus a key/value cache
     for incremental decoding. The cache is data: passed in and returned, never stored.
@@ -110,19 +111,15 @@ class MultiHeadAttention(keras.layers.Layer):
             bias_axes=bias_axes if self.use_bias else None,
             # Fresh initializer copies, so that a seeded initializer does not give Q, K and V
             # the same starting weights.
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer, name),
+            bias_initializer=clone_initializer(self.bias_initializer, name),
             dtype=self.dtype_policy,
             name=name,
         )
 
     def build(self, query_shape, value_shape, key_shape=None):
+        _check_ranks(query_shape, value_shape, key_shape)
         key_shape = value_shape if key_shape is None else key_shape
-        for name, shape in (("query", query_shape), ("value", value_shape), ("key", key_shape)):
-            if len(shape) != 3:
-                raise ValueError(
-                    f"{name} must have shape (batch, length, depth); got {name}.shape={shape}"
-                )
         d_model = query_shape[-1]
         if self.key_dim is None and d_model % self.num_heads:
             raise ValueError(
@@ -174,30 +171,41 @@ class MultiHeadAttention(keras.layers.Layer):
                 f"key_dim={self.head_key_dim}, value_dim={self.head_value_dim}"
             )
 
+    def _check_cache(self, cache, cache_update_index) -> None:
+        """Raises a `ValueError` naming `cache` when it cannot be this layer's cache."""
+        if cache is None:
+            if cache_update_index is not None:
+                raise ValueError(
+                    "cache_update_index needs a cache; got cache=None, "
+                    f"cache_update_index={cache_update_index}"
+                )
+            return
+        self._check_cacheable()
+        expected = (None, 2, None, self.num_heads, self.head_key_dim)
+        shape = tuple(cache.shape)
+        if len(shape) != len(expected) or any(
+            want is not None and have is not None and have != want
+            for have, want in zip(shape, expected, strict=True)
+        ):
+            raise ValueError(
+                "cache must have shape (batch, 2, max_len, num_heads, head_dim) = "
+                f"(?, 2, ?, {self.num_heads}, {self.head_key_dim}); got cache.shape={shape}"
+            )
+
     def _attention_mask(
-        self,
-        query,
-        key_length,
-        query_mask,
-        value_mask,
-        key_mask,
-        attention_mask,
-        use_causal_mask,
-        cache,
-        cache_update_index,
+        self, query, key_length, padding, attention_mask, use_causal_mask, cache_update_index
     ):
-        """Combines every mask into one boolean `(batch or 1, query_len, key_len)` or None."""
+        """Adds the causal, cache and explicit masks to `padding` (from the padding masks).
+
+        Returns one boolean `(batch or 1, query_len, key_len)` mask, or None.
+        """
         query_length = ops.shape(query)[1]
-        masks.check_mask_shape("query_mask", query_mask, (query.shape[0], query.shape[1]))
+        static_key_length = key_length if isinstance(key_length, int) else None
         masks.check_mask_shape(
-            "attention_mask", attention_mask, (query.shape[0], query.shape[1], None)
+            "attention_mask", attention_mask, (query.shape[0], query.shape[1], static_key_length)
         )
-        incremental = cache is not None and cache_update_index is not None
-        # In incremental decoding the keys are the cache; padding masks of this call's
-        # keys do not describe it, so they are not applied.
-        key_padding = None if incremental else masks.merge_masks(value_mask, key_mask)
-        mask = masks.attention_mask_from_padding(query_mask, key_padding)
-        if incremental:
+        mask = padding
+        if cache_update_index is not None:
             if use_causal_mask:
                 written = masks.causal_mask(query_length, key_length, cache_update_index)
             else:
@@ -224,9 +232,12 @@ class MultiHeadAttention(keras.layers.Layer):
         cache=None,
         cache_update_index=None,
     ):
+        _check_ranks(query.shape, value.shape, None if key is None else key.shape)
+        self._check_cache(cache, cache_update_index)
         key = value if key is None else key
         masks.check_mask_shape("value_mask", value_mask, (value.shape[0], value.shape[1]))
         masks.check_mask_shape("key_mask", key_mask, (key.shape[0], key.shape[1]))
+        masks.check_mask_shape("query_mask", query_mask, (query.shape[0], query.shape[1]))
         # Projections are called with `.call`: EinsumDense would warn about (and drop) the
         # Keras masks of the inputs, which this layer handles itself.
         query_heads = self.query_dense.call(query)  # (B, Tq, N, Hk)
@@ -237,27 +248,28 @@ class MultiHeadAttention(keras.layers.Layer):
             key_heads, value_heads = cache[:, 0], cache[:, 1]  # (B, Tk, N, H)
         else:
             start = [0, cache_update_index, 0, 0]
-            key_heads = ops.slice_update(
-                cache[:, 0], start, self.key_dense.call(key)
-            )  # (B, S, N, H)
-            value_heads = ops.slice_update(cache[:, 1], start, self.value_dense.call(value))
+            new_keys = self.key_dense.call(key)  # (B, Tq, N, H)
+            new_values = self.value_dense.call(value)  # (B, Tq, N, H)
+            key_heads = ops.slice_update(cache[:, 0], start, new_keys)  # (B, S, N, H)
+            value_heads = ops.slice_update(cache[:, 1], start, new_values)  # (B, S, N, H)
             cache = ops.stack([key_heads, value_heads], axis=1)  # (B, 2, S, N, H)
         key_length = ops.shape(key_heads)[1]
+        # In incremental decoding the keys are the cache; padding masks of this call's
+        # keys do not describe it, so they are not applied.
+        key_padding = (
+            None if cache_update_index is not None else masks.merge_masks(value_mask, key_mask)
+        )
+        padding = masks.attention_mask_from_padding(query_mask, key_padding)  # (B, Tq|1, Tk|1)
         mask = self._attention_mask(
-            query,
-            key_length,
-            query_mask,
-            value_mask,
-            key_mask,
-            attention_mask,
-            use_causal_mask,
-            cache,
-            cache_update_index,
+            query, key_length, padding, attention_mask, use_causal_mask, cache_update_index
         )
         mask4 = None if mask is None else mask[:, None]  # (B, 1, Tq, Tk)
         scale = 1.0 / math.sqrt(self.head_key_dim)
         dropout_active = bool(training) and self.dropout > 0
-        if return_attention_scores or dropout_active:
+        # Backends' fused kernels may compute Q K^T in float16, where it overflows (TensorFlow
+        # does); `scaled_dot_product_attention` computes the logits in float32.
+        float16 = self.compute_dtype == "float16"
+        if return_attention_scores or dropout_active or float16:
             attended, scores = scaled_dot_product_attention(
                 ops.swapaxes(query_heads, 1, 2),  # (B, N, Tq, Hk)
                 ops.swapaxes(key_heads, 1, 2),  # (B, N, Tk, Hk)
@@ -278,8 +290,8 @@ class MultiHeadAttention(keras.layers.Layer):
             if mask is not None:
                 # A query whose keys are all masked attends to nothing: output 0, as in
                 # `scaled_dot_product_attention` (the fused kernel would average instead).
-                any_key = ops.any(ops.broadcast_to(mask, ops.shape(mask4[:, 0])), axis=-1)
-                any_key = ops.cast(any_key, attended.dtype)[:, :, None, None]  # (B|1, Tq, 1, 1)
+                any_key = ops.any(mask, axis=-1)  # (B|1, Tq|1)
+                any_key = ops.cast(any_key, attended.dtype)[:, :, None, None]  # (B|1, Tq|1, 1, 1)
                 attended = attended * any_key
         output = self.output_dense(attended)  # (B, Tq, D)
         results = (output,)
@@ -312,3 +324,12 @@ class MultiHeadAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _check_ranks(query_shape, value_shape, key_shape=None) -> None:
+    """Raises a `ValueError` naming the input that is not `(batch, length, depth)`."""
+    for name, shape in (("query", query_shape), ("value", value_shape), ("key", key_shape)):
+        if shape is not None and len(shape) != 3:
+            raise ValueError(
+                f"{name} must have shape (batch, length, depth); got {name}.shape={tuple(shape)}"
+            )

@@ -101,7 +101,8 @@ class PositionalEmbedding(keras.layers.Layer):
 
     def call(self, inputs, start_index=0, reverse: bool = False, training=None):
         if reverse:
-            return self.token_embedding(inputs, reverse=True)  # (B, T, V)
+            logits = self.token_embedding(inputs, reverse=True)  # (B, T, V)
+            return ops.cast(logits, self.compute_dtype)
         hidden = self.token_embedding(inputs)  # (B, T, D)
         if self.scale_embeddings:
             hidden = hidden * ops.cast(math.sqrt(self.d_model), hidden.dtype)

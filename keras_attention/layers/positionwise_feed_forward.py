@@ -67,8 +67,8 @@ class PositionwiseFeedForward(keras.layers.Layer):
             units,
             activation=activation,
             use_bias=self.use_bias,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=self.bias_initializer,
+            kernel_initializer=clone_initializer(self.kernel_initializer, name),
+            bias_initializer=clone_initializer(self.bias_initializer, name),
             dtype=self.dtype_policy,
             name=name,
         )

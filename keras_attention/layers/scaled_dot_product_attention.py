@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from keras_attention import masks
 from keras_attention.layers.validation import check_positive_float, check_rate
 
 # Masked logits are replaced (not shifted) by this value, and the softmax is always computed
@@ -118,10 +119,12 @@ def scaled_dot_product_attention(
         scale = 1.0 / math.sqrt(depth) if isinstance(depth, int) else ops.rsqrt(depth)
     else:
         check_positive_float("scale", scale)
-    key_t = ops.swapaxes(key, -1, -2)  # (..., d_k, Tk)
-    scores = ops.matmul(query, key_t)  # (..., Tq, Tk)
-    scores = ops.multiply(scores, ops.cast(scale, scores.dtype))
-    weights = masked_softmax(scores, mask)  # (..., Tq, Tk)
+    # The logits and the softmax run in float32 (or wider): under float16 Q K^T overflows.
+    logits_dtype = keras.backend.result_type(query.dtype, "float32")
+    key_t = ops.swapaxes(ops.cast(key, logits_dtype), -1, -2)  # (..., d_k, Tk)
+    scores = ops.matmul(ops.cast(query, logits_dtype), key_t)  # (..., Tq, Tk)
+    scores = ops.multiply(scores, ops.cast(scale, logits_dtype))
+    weights = ops.cast(masked_softmax(scores, mask), query.dtype)  # (..., Tq, Tk)
     attended = weights
     if training and dropout > 0:
         attended = keras.random.dropout(weights, dropout, seed=seed)
@@ -136,7 +139,9 @@ class ScaledDotProductAttention(keras.layers.Layer):
     """Scaled dot-product attention as a layer, Section 3.2.1.
 
     A layer wrapper of `scaled_dot_product_attention` that owns the dropout seed.
-    It has no weights; the Keras mask of `query` (if any) is passed on to the output.
+    It has no weights. The Keras masks of `query`, `key` and `value` (from
+    `mask_zero=True`) are applied as padding masks, as in `MultiHeadAttention`, and the
+    Keras mask of `query` is passed on to the output.
 
     Args:
         dropout: dropout rate on the attention weights, in `[0, 1)`.
@@ -151,6 +156,11 @@ class ScaledDotProductAttention(keras.layers.Layer):
         mask: optional boolean mask broadcastable to `(..., query_len, key_len)`.
         training: Python boolean, whether dropout is active.
         return_attention_scores: also return the attention weights.
+        query_mask: optional boolean `(batch, query_len)` of real queries; filled from the
+            Keras mask of `query`. A padding query attends to nothing (zero output).
+        value_mask: optional boolean `(batch, key_len)` of real keys; filled from the
+            Keras mask of `value`.
+        key_mask: optional boolean `(batch, key_len)`; filled from the Keras mask of `key`.
 
     Returns:
         `(..., query_len, d_v)`, and the weights `(..., query_len, key_len)` when asked.
@@ -184,18 +194,36 @@ class ScaledDotProductAttention(keras.layers.Layer):
         mask=None,
         training=None,
         return_attention_scores: bool = False,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
     ):
+        _check_inputs(query, key, value, mask)
+        masks.check_mask_shape("query_mask", query_mask, (query.shape[0], query.shape[-2]))
+        for name, padding in (("value_mask", value_mask), ("key_mask", key_mask)):
+            masks.check_mask_shape(name, padding, (key.shape[0], key.shape[-2]))
+        padding = masks.attention_mask_from_padding(
+            query_mask, masks.merge_masks(value_mask, key_mask)
+        )  # (B, Tq|1, Tk|1)
+        if padding is not None and len(query.shape) > 3:
+            heads_axes = tuple(range(1, len(query.shape) - 2))
+            padding = ops.expand_dims(padding, heads_axes)  # (B, 1, ..., Tq|1, Tk|1)
         return scaled_dot_product_attention(
             query,
             key,
             value,
-            mask=mask,
+            mask=masks.merge_masks(padding, mask),
             dropout=self.dropout,
             training=bool(training),
             seed=self.seed_generator,
             scale=self.scale,
             return_attention_scores=return_attention_scores,
         )
+
+    def compute_mask(self, query, previous_mask=None):
+        # `previous_mask` is the explicit attention `mask` when one is given: the output
+        # keeps the padding mask of the queries instead.
+        return masks.keras_mask(query)
 
     def compute_output_shape(self, query_shape, key_shape, value_shape):
         return (*tuple(query_shape[:-1]), value_shape[-1])

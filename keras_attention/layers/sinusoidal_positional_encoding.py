@@ -26,7 +26,8 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
             current step when decoding one position at a time.
 
     Returns:
-        The encoding, broadcast to the shape of `inputs`, in the layer's compute dtype.
+        The encoding, broadcast to the shape of `inputs`, in the layer's compute dtype;
+        the Keras mask of `inputs` is passed on.
 
     Example:
 
@@ -38,6 +39,7 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
         super().__init__(**kwargs)
         check_positive_float("max_wavelength", max_wavelength)
         self.max_wavelength = max_wavelength
+        self.supports_masking = True  # per-position output: the input's Keras mask still applies
         self.built = True
 
     def call(self, inputs, start_index=0):

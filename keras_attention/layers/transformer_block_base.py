@@ -71,8 +71,8 @@ class TransformerBlockBase(keras.layers.Layer):
         return MultiHeadAttention(
             self.num_heads,
             dropout=self.attention_dropout,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer, name),
+            bias_initializer=clone_initializer(self.bias_initializer, name),
             dtype=self.dtype_policy,
             name=name,
         )
@@ -82,8 +82,8 @@ class TransformerBlockBase(keras.layers.Layer):
             self.intermediate_dim,
             dropout=self.activation_dropout,
             activation=self.activation,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer, "feed_forward"),
+            bias_initializer=clone_initializer(self.bias_initializer, "feed_forward"),
             dtype=self.dtype_policy,
             name="feed_forward",
         )
@@ -96,6 +96,24 @@ class TransformerBlockBase(keras.layers.Layer):
     def _make_dropout(self, name: str) -> keras.layers.Dropout:
         return keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name=name)
 
+    def _build_attention_sublayer(self, name: str, query_shape, value_shape) -> None:
+        """Builds the attention sub-layer `name` with its `{name}_norm` and `{name}_dropout`."""
+        attention = self._make_attention(name)
+        setattr(self, name, attention)
+        attention.build(query_shape, value_shape)
+        norm = self._make_norm(f"{name}_norm")
+        setattr(self, f"{name}_norm", norm)
+        norm.build(query_shape)
+        setattr(self, f"{name}_dropout", self._make_dropout(f"{name}_dropout"))
+
+    def _build_feed_forward_sublayer(self, inputs_shape) -> None:
+        """Builds `feed_forward` with its `feed_forward_norm` and `feed_forward_dropout`."""
+        self.feed_forward = self._make_feed_forward()
+        self.feed_forward.build(inputs_shape)
+        self.feed_forward_norm = self._make_norm("feed_forward_norm")
+        self.feed_forward_norm.build(inputs_shape)
+        self.feed_forward_dropout = self._make_dropout("feed_forward_dropout")
+
     def _sublayer_input(self, x, norm):
         """What a sub-layer sees: `x` (post-LN) or `LayerNorm(x)` (pre-LN)."""
         return norm(x) if self.norm_first else x
@@ -104,6 +122,15 @@ class TransformerBlockBase(keras.layers.Layer):
         """`x + Dropout(sublayer_output)`, then `LayerNorm` when post-LN."""
         out = x + dropout(sublayer_output, training=training)
         return out if self.norm_first else norm(out)
+
+    def _apply_feed_forward(self, x, training):
+        """The feed-forward sub-layer with its dropout, residual connection and norm."""
+        transformed = self.feed_forward(
+            self._sublayer_input(x, self.feed_forward_norm), training=training
+        )
+        return self._residual(
+            x, transformed, self.feed_forward_dropout, self.feed_forward_norm, training
+        )
 
     def compute_output_shape(self, *shapes, **named_shapes):
         first = shapes[0] if shapes else next(iter(named_shapes.values()))

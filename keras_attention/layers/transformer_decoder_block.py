@@ -35,7 +35,9 @@ class TransformerDecoderBlock(TransformerBlockBase):
         encoder_sequence: `(batch, source_len, d_model)`; required when the block was built
             with cross-attention.
         decoder_padding_mask: optional boolean `(batch, target_len)`; defaults to the Keras
-            mask of `decoder_sequence`. Not applied to the cache in incremental decoding.
+            mask of `decoder_sequence`. Padded positions are masked as keys, and as queries
+            (their attention outputs are zero). Not applied to the cache in incremental
+            decoding.
         decoder_attention_mask: optional boolean `(batch, target_len, target_len)`, or
             `(batch, target_len, max_len)` over the cache.
         encoder_padding_mask: optional boolean `(batch, source_len)`; defaults to the Keras
@@ -65,23 +67,15 @@ class TransformerDecoderBlock(TransformerBlockBase):
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
         self._check_d_model(decoder_sequence_shape[-1])
-        self.self_attention = self._make_attention("self_attention")
-        self.self_attention.build(decoder_sequence_shape, decoder_sequence_shape)
-        self.self_attention_norm = self._make_norm("self_attention_norm")
-        self.self_attention_norm.build(decoder_sequence_shape)
-        self.self_attention_dropout = self._make_dropout("self_attention_dropout")
+        self._build_attention_sublayer(
+            "self_attention", decoder_sequence_shape, decoder_sequence_shape
+        )
         self.has_cross_attention = encoder_sequence_shape is not None
         if self.has_cross_attention:
-            self.cross_attention = self._make_attention("cross_attention")
-            self.cross_attention.build(decoder_sequence_shape, encoder_sequence_shape)
-            self.cross_attention_norm = self._make_norm("cross_attention_norm")
-            self.cross_attention_norm.build(decoder_sequence_shape)
-            self.cross_attention_dropout = self._make_dropout("cross_attention_dropout")
-        self.feed_forward = self._make_feed_forward()
-        self.feed_forward.build(decoder_sequence_shape)
-        self.feed_forward_norm = self._make_norm("feed_forward_norm")
-        self.feed_forward_norm.build(decoder_sequence_shape)
-        self.feed_forward_dropout = self._make_dropout("feed_forward_dropout")
+            self._build_attention_sublayer(
+                "cross_attention", decoder_sequence_shape, encoder_sequence_shape
+            )
+        self._build_feed_forward_sublayer(decoder_sequence_shape)
 
     def initial_cache(self, batch_size, max_length):
         """An empty self-attention cache `(batch_size, 2, max_length, heads, head_dim)`."""
@@ -123,8 +117,11 @@ class TransformerDecoderBlock(TransformerBlockBase):
             )
         if decoder_padding_mask is None:
             decoder_padding_mask = masks.keras_mask(decoder_sequence)
+        batch, target_len = tuple(decoder_sequence.shape[:2])
+        masks.check_mask_shape("decoder_padding_mask", decoder_padding_mask, (batch, target_len))
+        self_key_len = target_len if self_attention_cache is None else self_attention_cache.shape[2]
         masks.check_mask_shape(
-            "decoder_padding_mask", decoder_padding_mask, tuple(decoder_sequence.shape[:2])
+            "decoder_attention_mask", decoder_attention_mask, (batch, target_len, self_key_len)
         )
         scores = {}
         x = decoder_sequence  # (B, T, D)
@@ -132,6 +129,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
         attended = self.self_attention(
             query=normed,
             value=normed,
+            query_mask=decoder_padding_mask,
             value_mask=decoder_padding_mask,
             attention_mask=decoder_attention_mask,
             use_causal_mask=use_causal_mask,
@@ -150,12 +148,17 @@ class TransformerDecoderBlock(TransformerBlockBase):
         if self.has_cross_attention:
             if encoder_padding_mask is None:
                 encoder_padding_mask = masks.keras_mask(encoder_sequence)
+            source_len = encoder_sequence.shape[1]
             masks.check_mask_shape(
-                "encoder_padding_mask", encoder_padding_mask, tuple(encoder_sequence.shape[:2])
+                "encoder_padding_mask", encoder_padding_mask, (batch, source_len)
+            )
+            masks.check_mask_shape(
+                "encoder_attention_mask", encoder_attention_mask, (batch, target_len, source_len)
             )
             attended = self.cross_attention(
                 query=self._sublayer_input(x, self.cross_attention_norm),
                 value=encoder_sequence,
+                query_mask=decoder_padding_mask,
                 value_mask=encoder_padding_mask,
                 attention_mask=encoder_attention_mask,
                 cache=cross_attention_cache,
@@ -168,12 +171,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
             x = self._residual(
                 x, attended, self.cross_attention_dropout, self.cross_attention_norm, training
             )  # (B, T, D)
-        transformed = self.feed_forward(
-            self._sublayer_input(x, self.feed_forward_norm), training=training
-        )
-        x = self._residual(
-            x, transformed, self.feed_forward_dropout, self.feed_forward_norm, training
-        )  # (B, T, D)
+        x = self._apply_feed_forward(x, training)  # (B, T, D)
         results = (x,)
         if self_attention_cache is not None:
             results += (self_attention_cache,)

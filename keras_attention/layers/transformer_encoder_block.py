@@ -31,7 +31,8 @@ class TransformerEncoderBlock(TransformerBlockBase):
     Call arguments:
         inputs: `(batch, seq_len, d_model)`.
         padding_mask: optional boolean `(batch, seq_len)`, `True` for real tokens; taken
-            from the Keras mask of `inputs` when not given.
+            from the Keras mask of `inputs` when not given. Padded positions are masked as
+            keys, and as queries (their attention output is zero).
         attention_mask: optional boolean `(batch, seq_len, seq_len)`, `True` = may attend.
         training: whether dropout is active.
         return_attention_scores: also return the self-attention weights
@@ -49,16 +50,8 @@ class TransformerEncoderBlock(TransformerBlockBase):
 
     def build(self, inputs_shape):
         self._check_d_model(inputs_shape[-1])
-        self.self_attention = self._make_attention("self_attention")
-        self.self_attention.build(inputs_shape, inputs_shape)
-        self.self_attention_norm = self._make_norm("self_attention_norm")
-        self.self_attention_norm.build(inputs_shape)
-        self.self_attention_dropout = self._make_dropout("self_attention_dropout")
-        self.feed_forward = self._make_feed_forward()
-        self.feed_forward.build(inputs_shape)
-        self.feed_forward_norm = self._make_norm("feed_forward_norm")
-        self.feed_forward_norm.build(inputs_shape)
-        self.feed_forward_dropout = self._make_dropout("feed_forward_dropout")
+        self._build_attention_sublayer("self_attention", inputs_shape, inputs_shape)
+        self._build_feed_forward_sublayer(inputs_shape)
 
     def call(
         self,
@@ -75,15 +68,17 @@ class TransformerEncoderBlock(TransformerBlockBase):
         masks.check_mask_shape(
             "attention_mask", attention_mask, (inputs.shape[0], seq_len, seq_len)
         )
-        mask = masks.merge_masks(
-            masks.attention_mask_from_padding(None, padding_mask), attention_mask
-        )  # (B, 1 or T, T)
         x = inputs  # (B, T, D)
         normed = self._sublayer_input(x, self.self_attention_norm)
+        # The padding mask is passed as both query and key mask, so that an explicit
+        # `padding_mask` acts exactly as the Keras mask does (which Keras would otherwise
+        # fill in as the query mask only when it is attached to `inputs`).
         attended = self.self_attention(
             query=normed,
             value=normed,
-            attention_mask=mask,
+            query_mask=padding_mask,
+            value_mask=padding_mask,
+            attention_mask=attention_mask,
             training=training,
             return_attention_scores=return_attention_scores,
         )
@@ -91,12 +86,7 @@ class TransformerEncoderBlock(TransformerBlockBase):
         x = self._residual(
             x, attended, self.self_attention_dropout, self.self_attention_norm, training
         )  # (B, T, D)
-        transformed = self.feed_forward(
-            self._sublayer_input(x, self.feed_forward_norm), training=training
-        )
-        x = self._residual(
-            x, transformed, self.feed_forward_dropout, self.feed_forward_norm, training
-        )  # (B, T, D)
+        x = self._apply_feed_forward(x, training)  # (B, T, D)
         return (x, scores) if return_attention_scores else x
 
     def compute_output_spec(self, inputs, *args, **kwargs):

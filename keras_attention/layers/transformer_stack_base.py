@@ -32,8 +32,8 @@ class TransformerStackBase(TransformerBlockBase):
                 activation=self.activation,
                 norm_first=self.norm_first,
                 layer_norm_epsilon=self.layer_norm_epsilon,
-                kernel_initializer=clone_initializer(self.kernel_initializer),
-                bias_initializer=clone_initializer(self.bias_initializer),
+                kernel_initializer=clone_initializer(self.kernel_initializer, f"block_{index}"),
+                bias_initializer=clone_initializer(self.bias_initializer, f"block_{index}"),
                 dtype=self.dtype_policy,
                 name=f"block_{index}",
             )

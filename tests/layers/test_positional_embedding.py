@@ -1,0 +1,160 @@
+"""PositionalEmbedding (Sections 3.4 and 3.5) against a float64 NumPy reference."""
+
+import math
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attention.layers import PositionalEmbedding
+from keras_attention.masks import keras_mask
+from tests.conftest import to_numpy
+from tests.layers.test_sinusoidal_positional_encoding import reference_encoding
+
+VOCABULARY_SIZE = 17
+TOKEN_IDS = np.array([[5, 16, 3, 9, 0, 0], [1, 2, 0, 0, 0, 0], [7, 7, 4, 12, 11, 8]])
+
+
+def reference_embedding(
+    layer: PositionalEmbedding, token_ids: np.ndarray, start_index: int = 0, scale: bool = True
+) -> np.ndarray:
+    """`E[ids] * sqrt(d_model) + PE` in float64, from the layer's own embedding matrix."""
+    table = to_numpy(layer.embeddings).astype(np.float64)
+    hidden = table[token_ids]
+    if scale:
+        hidden = hidden * math.sqrt(layer.d_model)
+    return hidden + reference_encoding(token_ids.shape[1], layer.d_model, start_index)[None]
+
+
+def random_hidden(d_model: int) -> np.ndarray:
+    """Hidden states `(2, 4, d_model)` to project back to the vocabulary."""
+    return np.random.default_rng(1).normal(size=(2, 4, d_model)).astype("float32")
+
+
+def reverse_matrix(layer: PositionalEmbedding) -> np.ndarray:
+    """The untied `(d_model, vocabulary_size)` output matrix in float64."""
+    return to_numpy(layer.token_embedding.reverse_embeddings).astype(np.float64)
+
+
+@pytest.mark.parametrize("scale_embeddings", [True, False])
+@pytest.mark.parametrize("d_model", [8, 7])
+def test_matches_scaled_embedding_plus_encoding(d_model, scale_embeddings):
+    layer = PositionalEmbedding(VOCABULARY_SIZE, d_model, scale_embeddings=scale_embeddings)
+    output = to_numpy(layer(TOKEN_IDS))
+    assert output.shape == (*TOKEN_IDS.shape, d_model)
+    expected = reference_embedding(layer, TOKEN_IDS, scale=scale_embeddings)
+    np.testing.assert_allclose(output, expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("as_tensor", [False, True], ids=["int", "tensor"])
+@pytest.mark.parametrize("start_index", [2, 9])
+def test_start_index_shifts_positions(start_index, as_tensor):
+    layer = PositionalEmbedding(VOCABULARY_SIZE, 8)
+    start = keras.ops.convert_to_tensor(start_index, "int32") if as_tensor else start_index
+    output = to_numpy(layer(TOKEN_IDS, start_index=start))
+    expected = reference_embedding(layer, TOKEN_IDS, start_index=start_index)
+    np.testing.assert_allclose(output, expected, atol=1e-5, rtol=1e-5)
+    last_column = to_numpy(layer(TOKEN_IDS[:, -1:], start_index=TOKEN_IDS.shape[1] - 1))
+    np.testing.assert_allclose(last_column, to_numpy(layer(TOKEN_IDS))[:, -1:], atol=1e-5)
+
+
+@pytest.mark.parametrize("mask_zero", [True, False])
+def test_keras_mask_marks_non_zero_ids(mask_zero):
+    layer = PositionalEmbedding(VOCABULARY_SIZE, 8, mask_zero=mask_zero)
+    output = layer(TOKEN_IDS)
+    mask = keras_mask(output)
+    if mask_zero:
+        np.testing.assert_array_equal(to_numpy(mask), TOKEN_IDS != 0)
+        np.testing.assert_array_equal(to_numpy(layer.compute_mask(TOKEN_IDS)), TOKEN_IDS != 0)
+    else:
+        assert mask is None
+        assert layer.compute_mask(TOKEN_IDS) is None
+
+
+def test_reverse_with_tied_weights_projects_with_transposed_embeddings():
+    d_model = 8
+    layer = PositionalEmbedding(VOCABULARY_SIZE, d_model, tie_weights=True)
+    layer(TOKEN_IDS)
+    hidden = random_hidden(d_model)
+    logits = to_numpy(layer(hidden, reverse=True))
+    assert logits.shape == (2, 4, VOCABULARY_SIZE)
+    table = to_numpy(layer.embeddings).astype(np.float64)
+    np.testing.assert_allclose(logits, hidden.astype(np.float64) @ table.T, atol=1e-5, rtol=1e-5)
+    assert len(layer.weights) == 1
+
+
+def test_reverse_with_untied_weights_uses_a_separate_matrix():
+    d_model = 8
+    layer = PositionalEmbedding(VOCABULARY_SIZE, d_model, tie_weights=False)
+    layer(TOKEN_IDS)
+    hidden = random_hidden(d_model).astype(np.float64)
+    logits = to_numpy(layer(hidden.astype("float32"), reverse=True))
+    assert reverse_matrix(layer).shape == (d_model, VOCABULARY_SIZE)
+    np.testing.assert_allclose(logits, hidden @ reverse_matrix(layer), atol=1e-5, rtol=1e-5)
+    tied_logits = hidden @ to_numpy(layer.embeddings).astype(np.float64).T
+    assert not np.allclose(logits, tied_logits, atol=1e-3)
+    assert len(layer.weights) == 2
+
+
+@pytest.mark.parametrize("training", [False, None])
+def test_no_dropout_at_inference(training):
+    layer = PositionalEmbedding(VOCABULARY_SIZE, 8, dropout=0.5)
+    output = to_numpy(layer(TOKEN_IDS, training=training))
+    np.testing.assert_allclose(output, reference_embedding(layer, TOKEN_IDS), atol=1e-5, rtol=1e-5)
+
+
+def test_dropout_in_training_zeroes_and_rescales_the_sum():
+    rate = 0.5
+    layer = PositionalEmbedding(VOCABULARY_SIZE, 8, dropout=rate)
+    output = to_numpy(layer(TOKEN_IDS, training=True))
+    expected = reference_embedding(layer, TOKEN_IDS)
+    dropped = output == 0
+    assert 0 < dropped.mean() < 1
+    np.testing.assert_allclose(
+        output[~dropped], expected[~dropped] / (1 - rate), atol=1e-5, rtol=1e-5
+    )
+
+
+@pytest.mark.parametrize("d_model", [8, 32])
+def test_default_initializer_has_stddev_inverse_sqrt_d_model(d_model):
+    layer = PositionalEmbedding(2048, d_model)
+    layer.build((1, 1))
+    table = to_numpy(layer.embeddings).astype(np.float64)
+    assert abs(table.mean()) < 0.05 * d_model**-0.5
+    np.testing.assert_allclose(table.std(), d_model**-0.5, rtol=0.05)
+    np.testing.assert_allclose((table * math.sqrt(d_model)).std(), 1.0, rtol=0.05)
+
+
+def test_symbolic_model_matches_eager_call():
+    layer = PositionalEmbedding(VOCABULARY_SIZE, 8)
+    token_ids = keras.Input(shape=(None,), dtype="int32")
+    hidden = layer(token_ids)
+    logits = layer(hidden, reverse=True)
+    assert tuple(hidden.shape) == (None, None, 8)
+    assert tuple(logits.shape) == (None, None, VOCABULARY_SIZE)
+    model = keras.Model(token_ids, [hidden, logits])
+    model_hidden, model_logits = (to_numpy(x) for x in model(TOKEN_IDS))
+    expected = reference_embedding(layer, TOKEN_IDS)
+    np.testing.assert_allclose(model_hidden, expected, atol=1e-5, rtol=1e-5)
+    table = to_numpy(layer.embeddings).astype(np.float64)
+    np.testing.assert_allclose(model_logits, expected @ table.T, atol=1e-4, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"vocabulary_size": 0}, "vocabulary_size"),
+        ({"vocabulary_size": -5}, "vocabulary_size"),
+        ({"vocabulary_size": 10.5}, "vocabulary_size"),
+        ({"d_model": 0}, "d_model"),
+        ({"d_model": -8}, "d_model"),
+        ({"d_model": "8"}, "d_model"),
+        ({"dropout": -0.1}, "dropout"),
+        ({"dropout": 1.0}, "dropout"),
+        ({"dropout": 1.5}, "dropout"),
+    ],
+)
+def test_invalid_arguments_raise_value_error_naming_them(kwargs, name):
+    arguments = {"vocabulary_size": VOCABULARY_SIZE, "d_model": 8, **kwargs}
+    with pytest.raises(ValueError, match=name):
+        PositionalEmbedding(**arguments)
