@@ -1,0 +1,102 @@
+"""Run in a subprocess by tests/test_distribute.py: two logical CPUs must exist before TF starts.
+
+Prints one JSON line: the largest weight difference between one training step under
+MirroredStrategy (2 replicas) and one step on one device, over the same global batch, and
+the number of steps `model.fit` ran under the strategy.
+"""
+
+import json
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np
+import tensorflow as tf
+
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+import keras  # noqa: E402
+
+from keras_attention.distribute import get_strategy  # noqa: E402
+from keras_attention.models import Transformer  # noqa: E402
+from keras_attention.training import compile_with_paper_recipe  # noqa: E402
+
+VOCAB, BATCH = 30, 4
+
+
+def make_model(initial_weights=None) -> Transformer:
+    """A tiny model compiled with the paper's loss and metrics, and plain SGD.
+
+    SGD, because Adam's first step is lr * g / (|g| + 1e-9): it turns rounding noise in the
+    near-zero gradients into full-size steps of either sign, so it cannot compare gradients.
+    """
+    model = Transformer(
+        VOCAB,
+        num_encoder_layers=1,
+        num_decoder_layers=1,
+        d_model=16,
+        num_heads=2,
+        intermediate_dim=32,
+        dropout=0.0,
+    )
+    model.build()
+    if initial_weights is not None:
+        model.set_weights(initial_weights)
+    compile_with_paper_recipe(model, warmup_steps=10, jit_compile=False)
+    model.compile(
+        optimizer=keras.optimizers.SGD(1.0), loss=model.loss, metrics=None, jit_compile=False
+    )
+    return model
+
+
+def batch() -> tuple:
+    rng = np.random.default_rng(0)
+    source = rng.integers(4, VOCAB, (BATCH, 6)).astype("int32")
+    target = rng.integers(4, VOCAB, (BATCH, 5)).astype("int32")
+    # The two replicas' halves hold different numbers of real tokens.
+    source[2:, 3:] = 0
+    target[2:, 2:] = 0
+    target_in = np.concatenate([np.full((BATCH, 1), 2, "int32"), target[:, :-1]], axis=1)
+    return (source, np.where(target == 0, 0, target_in)), target
+
+
+def one_step(model: Transformer) -> list:
+    dataset = tf.data.Dataset.from_tensors(batch())
+    model.fit(dataset, epochs=1, verbose=0)
+    return [np.asarray(w) for w in model.get_weights()]
+
+
+def largest_difference(first: list, second: list) -> float:
+    return max(float(np.max(np.abs(a - b))) for a, b in zip(first, second, strict=True))
+
+
+keras.utils.set_random_seed(0)
+single = make_model()
+initial = single.get_weights()
+single_weights = one_step(single)
+
+strategy = get_strategy(["/cpu:0", "/cpu:1"])
+with strategy.scope():
+    mirrored = make_model(initial)
+mirrored_weights = one_step(mirrored)
+difference = largest_difference(single_weights, mirrored_weights)
+moved = largest_difference(initial, single_weights)
+
+with strategy.scope():
+    mirrored = make_model(initial)
+    compile_with_paper_recipe(mirrored, warmup_steps=10, jit_compile=False)
+dataset = tf.data.Dataset.from_tensors(batch()).repeat(6)
+history = mirrored.fit(dataset, epochs=2, verbose=0)
+print(
+    json.dumps(
+        {
+            "replicas": strategy.num_replicas_in_sync,
+            "max_weight_difference": difference,
+            "max_weight_change": moved,
+            "fit_epochs": len(history.history["loss"]),
+            "fit_loss_finite": bool(np.isfinite(history.history["loss"]).all()),
+            "steps": int(mirrored.optimizer.iterations.numpy()),
+        }
+    )
+)

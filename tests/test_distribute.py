@@ -1,0 +1,48 @@
+"""`get_strategy`, and one step under MirroredStrategy equal to one step on one device."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tensorflow as tf
+
+from keras_attention.distribute import get_strategy
+
+SCRIPT = Path(__file__).parent / "scripts" / "mirrored_step.py"
+
+
+@pytest.fixture(scope="module")
+def mirrored_run() -> dict:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_one_mirrored_step_equals_one_single_device_step(mirrored_run: dict):
+    assert mirrored_run["replicas"] == 2
+    assert mirrored_run["max_weight_change"] > 1e-2  # the step really moved the weights
+    assert mirrored_run["max_weight_difference"] < 1e-5
+
+
+def test_fit_runs_to_completion_under_the_strategy(mirrored_run: dict):
+    assert mirrored_run["fit_epochs"] == 2
+    assert mirrored_run["fit_loss_finite"]
+    assert mirrored_run["steps"] == 12  # 2 epochs x 6 batches
+
+
+def test_default_strategy_for_one_device():
+    assert get_strategy() is tf.distribute.get_strategy()
+    assert get_strategy(["/cpu:0"]).num_replicas_in_sync == 1
+
+
+@pytest.mark.parametrize(
+    ("devices", "match"),
+    [(["/gpu:7", "/cpu:0"], "unknown device '/gpu:7'"), (["/cpu:0", "/cpu:0"], "must not repeat")],
+)
+def test_bad_devices_are_named(devices: list, match: str):
+    with pytest.raises(ValueError, match=match):
+        get_strategy(devices)
