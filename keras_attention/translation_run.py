@@ -36,6 +36,7 @@ class TrainConfig:
         output_dir: the run's folder (config, tokenizer, backups, checkpoints, logs, model).
         dataset: `"generated"` or `"multi30k"`.
         data_dir: folder of the Multi30k files (downloaded when `None`).
+        train_pairs: use only the first `train_pairs` training pairs (`None`: all).
         preset: model size (`"tiny"`, `"small"`, `"base"`, `"big"`).
         model_overrides: constructor arguments that replace the preset's.
         vocabulary_size: SentencePiece vocabulary size; `None` picks one for the dataset.
@@ -54,6 +55,7 @@ class TrainConfig:
     output_dir: str = "runs/translator"
     dataset: str = "generated"
     data_dir: str | None = None
+    train_pairs: int | None = None
     preset: str = "tiny"
     model_overrides: dict = dataclasses.field(default_factory=dict)
     vocabulary_size: int | None = None
@@ -75,8 +77,10 @@ class TrainConfig:
                 f"mixed_precision must be one of {MIXED_PRECISION_POLICIES}; "
                 f"got mixed_precision={self.mixed_precision!r}"
             )
-        for name in ("epochs", "max_tokens", "max_length", "warmup_steps"):
+        for name in ("epochs", "max_tokens", "max_length", "warmup_steps", "train_pairs"):
             value = getattr(self, name)
+            if name == "train_pairs" and value is None:
+                continue
             if not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer; got {name}={value!r}")
 
@@ -144,6 +148,9 @@ def train_translator(config: TrainConfig) -> TrainResult:
     keras.utils.set_random_seed(config.seed)
 
     corpus = load_corpus(config.dataset, config.data_dir, seed=config.seed)
+    if config.train_pairs is not None:
+        sources, targets = corpus["train"]
+        corpus["train"] = (sources[: config.train_pairs], targets[: config.train_pairs])
     vocabulary_size = config.vocabulary_size or DEFAULT_VOCABULARY_SIZES[config.dataset]
     tokenizer = _tokenizer_for(output_dir, *corpus["train"], vocabulary_size)
     strategy = get_strategy(config.devices)

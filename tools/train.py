@@ -30,6 +30,9 @@ def parse_args(argv: list[str] | None = None) -> TrainConfig:
     parser.add_argument("--dataset", choices=DATASETS, default=DEFAULTS.dataset)
     parser.add_argument("--data-dir", default=None, help="Multi30k folder (downloaded if unset)")
     parser.add_argument("--output-dir", default=DEFAULTS.output_dir)
+    parser.add_argument(
+        "--train-pairs", type=int, default=None, help="use only the first N training pairs"
+    )
     parser.add_argument("--epochs", type=int, default=DEFAULTS.epochs)
     parser.add_argument(
         "--max-tokens", type=int, default=DEFAULTS.max_tokens, help="padded tokens per batch"
@@ -83,6 +86,7 @@ def parse_args(argv: list[str] | None = None) -> TrainConfig:
         output_dir=args.output_dir,
         dataset=args.dataset,
         data_dir=args.data_dir,
+        train_pairs=args.train_pairs,
         preset=args.preset,
         model_overrides=overrides,
         vocabulary_size=args.vocabulary_size,
