@@ -16,13 +16,13 @@ cores, yet with the reorderings that make translation more than word substitutio
 Files follow the Multi30k layout: `train.en`, `train.de`, `val.en`, ... one sentence a line.
 """
 
-import contextlib
 import functools
 import os
 import random
-import tempfile
 from pathlib import Path
 from typing import NamedTuple
+
+from keras_attention.data.text_files import write_bytes_atomically
 
 
 class Noun(NamedTuple):
@@ -495,16 +495,7 @@ def generated_splits(
 
 
 def _write_lines_atomically(path: Path, lines: list[str]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.writelines(line + "\n" for line in lines)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    write_bytes_atomically(path, "".join(line + "\n" for line in lines).encode("utf-8"))
 
 
 def write_corpus(

@@ -2,12 +2,11 @@
 
 import gzip
 import os
-import tempfile
 from pathlib import Path
 
 import keras
 
-from keras_attention.data.text_files import read_parallel
+from keras_attention.data.text_files import read_parallel, write_bytes_atomically
 
 # The raw task-1 files of the public Multi30k repository (see ../shared/data/multi30k/README.md).
 DEFAULT_ORIGIN = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
@@ -22,6 +21,9 @@ LANGUAGES = ("en", "de")
 
 def _download(origin: str, cache_dir: str | None) -> Path:
     """Downloads and gunzips every split into the Keras cache; returns the folder."""
+    if cache_dir is not None:
+        # `get_file` silently falls back to /tmp/.keras when `cache_dir` does not exist yet.
+        Path(cache_dir).expanduser().mkdir(parents=True, exist_ok=True)
     folder = None
     for local, remote in SPLITS.values():
         for language in LANGUAGES:
@@ -35,10 +37,7 @@ def _download(origin: str, cache_dir: str | None) -> Path:
             target = folder / f"{local}.{language}"
             if not target.exists():
                 with gzip.open(archive, "rb") as source:
-                    data = source.read()
-                with tempfile.NamedTemporaryFile(dir=folder, delete=False) as tmp:
-                    tmp.write(data)
-                os.replace(tmp.name, target)
+                    write_bytes_atomically(target, source.read())
     return folder
 
 

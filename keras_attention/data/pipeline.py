@@ -2,6 +2,7 @@
 
 import dataclasses
 import logging
+import numbers
 
 import numpy as np
 import tensorflow as tf
@@ -118,7 +119,18 @@ def bucket_plan(
 
     Returns:
         `(padded_lengths, batch_sizes)`.
+
+    Raises:
+        ValueError: for an argument that is not a positive integer, or `max_tokens < max_length`.
     """
+    for name, value in (
+        ("max_length", max_length),
+        ("max_tokens", max_tokens),
+        ("length_multiple", length_multiple),
+        ("batch_multiple", batch_multiple),
+    ):
+        if not isinstance(value, numbers.Integral) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer; got {name}={value!r}")
     if max_tokens < max_length:
         raise ValueError(
             f"max_tokens must be >= max_length so that the longest pair fits in a batch; got "
@@ -191,7 +203,10 @@ def make_batches(
     num_batches = count_batches(encoded, lengths, sizes)
     dataset = tf.data.Dataset.from_tensor_slices((encoded.sources, encoded.targets))
     if shuffle:
-        dataset = dataset.shuffle(encoded.num_pairs, seed=seed, reshuffle_each_iteration=True)
+        # (A buffer of 0 is an error; an empty corpus gives an empty dataset.)
+        dataset = dataset.shuffle(
+            max(1, encoded.num_pairs), seed=seed, reshuffle_each_iteration=True
+        )
     dataset = dataset.map(
         lambda source, target: (source, target[:-1], target[1:]),
         num_parallel_calls=tf.data.AUTOTUNE,

@@ -1,18 +1,42 @@
 """A joint SentencePiece subword model: learned with `sentencepiece`, run with tensorflow-text."""
 
+import hashlib
 import io
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 import sentencepiece
 import tensorflow as tf
 import tensorflow_text
+from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
 from keras_attention.data.special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from keras_attention.data.text_files import write_bytes_atomically
 
 MODEL_TYPES = ("unigram", "bpe")
+
+
+class _SharedSentencepieceModel(tf.saved_model.experimental.TrackableResource):
+    """The in-graph SentencePiece model, kept under a name derived from the model's bytes.
+
+    tensorflow-text's own resource belongs to the op's kernel, and `tf.random.set_seed` (so
+    `keras.utils.set_random_seed`) clears the eager kernel cache: every later call then fails
+    with "Resource ... SentencepieceOp ... does not exist" (tensorflow/text#570). A resource
+    with a `shared_name` lives in the resource manager instead, so it survives; models with
+    the same bytes may share it safely. It is tracked, so SavedModels recreate it on load.
+    """
+
+    def __init__(self, model_proto: bytes):
+        super().__init__()
+        self._model_proto = model_proto
+        self._shared_name = "subword_tokenizer_" + hashlib.sha256(model_proto).hexdigest()
+        _ = self.resource_handle  # creates the resource now
+
+    def _create_resource(self):
+        return tf_text_sentencepiece.gen_sentencepiece_tokenizer.sentencepiece_op(
+            model=self._model_proto, shared_name=self._shared_name
+        )
 
 
 class SubwordTokenizer(tf.Module):
@@ -23,6 +47,9 @@ class SubwordTokenizer(tf.Module):
 
     Args:
         model_proto: the serialized SentencePiece model (bytes).
+
+    Raises:
+        ValueError: if `model_proto` is not a SentencePiece model, or uses other special ids.
 
     Example:
 
@@ -36,7 +63,10 @@ class SubwordTokenizer(tf.Module):
         if not isinstance(model_proto, bytes) or not model_proto:
             raise ValueError("model_proto must be the non-empty bytes of a SentencePiece model")
         self.model_proto = model_proto
-        processor = sentencepiece.SentencePieceProcessor(model_proto=model_proto)
+        try:
+            processor = sentencepiece.SentencePieceProcessor(model_proto=model_proto)
+        except RuntimeError as error:
+            raise ValueError(f"model_proto is not a SentencePiece model: {error}") from error
         ids = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
         if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
             raise ValueError(
@@ -47,6 +77,8 @@ class SubwordTokenizer(tf.Module):
         self._tokenizer = tensorflow_text.SentencepieceTokenizer(
             model=model_proto, out_type=tf.int32
         )
+        # Replaces tensorflow-text's kernel-owned resource (see `_SharedSentencepieceModel`).
+        self._tokenizer._model_resource = _SharedSentencepieceModel(model_proto)
 
     @classmethod
     def train(
@@ -109,12 +141,7 @@ class SubwordTokenizer(tf.Module):
 
     def save(self, path: str | os.PathLike) -> Path:
         """Writes the SentencePiece model to `path` atomically; returns the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as tmp:
-            tmp.write(self.model_proto)
-        os.replace(tmp.name, path)
-        return path
+        return write_bytes_atomically(path, self.model_proto)
 
     def tokenize(self, sentences):
         """`(batch,)` strings -> `tf.RaggedTensor` `(batch, None)` of int32 ids (no BOS/EOS)."""
@@ -124,10 +151,11 @@ class SubwordTokenizer(tf.Module):
         """Ids -> strings. Everything from the first EOS on, padding and BOS are dropped.
 
         Args:
-            ids: a dense `(batch, length)` tensor or a `tf.RaggedTensor` of ids.
+            ids: a dense `(batch, length)` tensor or a `tf.RaggedTensor` of integer ids (int32
+                or int64, e.g. the output of `argmax`).
         """
         if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids, tf.int32))
+            ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids))
         ids = tf.cast(ids, tf.int32)
         # Keep the ids before the first EOS, then drop padding and BOS.
         before_eos = tf.equal(tf.math.cumsum(tf.cast(tf.equal(ids, EOS_ID), tf.int32), axis=1), 0)
