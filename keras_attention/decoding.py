@@ -1,0 +1,275 @@
+"""Greedy and beam search over `Transformer.decode` with key/value caches (Section 6.1).
+
+Both searches are written with `keras.ops` only (`ops.while_loop`, fixed-size buffers,
+`ops.slice_update`): no Python loop over tensors, so they trace into one graph (for example
+one `tf.function`, which is how the translator exports).
+
+Conventions: ids 0 padding, 2 BOS, 3 EOS (`keras_attention.data.special_tokens` defines the
+same values). Output tokens have shape `(batch, max_output_length)`: the generated tokens
+without BOS, ending with EOS, then padding.
+"""
+
+from keras import ops
+
+PAD_ID, BOS_ID, EOS_ID = 0, 2, 3
+# The paper: maximum output length = input length + 50.
+DEFAULT_EXTRA_LENGTH = 50
+_NEG_INF = -1e9
+
+
+def length_penalty(length, alpha: float):
+    """`((5 + length) / 6) ** alpha` (Wu et al., 2016), the paper's beam-search penalty."""
+    return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
+
+
+def _source_lengths(source_ids):
+    return ops.sum(ops.cast(ops.not_equal(source_ids, PAD_ID), "int32"), axis=1)  # (B,)
+
+
+def _output_limits(source_ids, extra_length: int, max_length: int | None):
+    """Per sentence, the most tokens it may generate (EOS included); and their maximum."""
+    limits = _source_lengths(source_ids) + extra_length  # (B,)
+    if max_length is not None:
+        limits = ops.minimum(limits, max_length)
+    return limits, ops.max(limits)
+
+
+def _next_log_probs(model, tokens, step, state):
+    """Log-probabilities of the token after position `step`.
+
+    With caches (`state[2]` non-empty) only the token at `step` goes through the decoder and
+    the self-attention caches are updated; without, the whole prefix `tokens[:, :step + 1]`
+    is decoded again (the TensorFlow tutorial's way), for comparison.
+
+    Args:
+        tokens: `(N, L + 1)` buffer whose column `step` holds the last token.
+        step: scalar int, the position being fed to the decoder.
+        state: `(encoder_outputs, source_mask, caches, cross_caches)`; empty lists when
+            decoding without caches.
+
+    Returns:
+        `(log_probs (N, V), new_caches)`.
+    """
+    encoded, source_mask, caches, cross = state
+    rows = ops.shape(tokens)[0]
+    if not caches:
+        prefix = ops.slice(tokens, [0, 0], [rows, step + 1])  # (N, step + 1)
+        logits = model.decode(prefix, encoded, source_mask)  # (N, step + 1, V)
+        last = ops.take(logits, step, axis=1)  # (N, V)
+        return ops.log_softmax(ops.cast(last, "float32"), axis=-1), caches
+    last = ops.slice(tokens, [0, step], [rows, 1])  # (N, 1)
+    logits, caches = model.decode(
+        last,
+        encoded,
+        source_mask,
+        start_index=step,
+        self_attention_cache=caches,
+        cross_attention_cache=cross,
+    )  # (N, 1, V)
+    return ops.log_softmax(ops.cast(logits[:, 0], "float32"), axis=-1), caches
+
+
+def _prepare(model, source_ids, copies: int, length, use_cache: bool):
+    """Encodes once, repeats for `copies` hypotheses per sentence, makes empty caches."""
+    encoded, source_mask = model.encode(source_ids)  # (B, S, D), (B, S)
+    if not use_cache:
+        if copies > 1:
+            encoded = ops.repeat(encoded, copies, axis=0)  # (B*K, S, D)
+            source_mask = ops.repeat(source_mask, copies, axis=0)
+        return encoded, source_mask, [], []
+    cross = model.decoder.compute_cross_attention_cache(encoded)
+    if copies > 1:
+        encoded = ops.repeat(encoded, copies, axis=0)  # (B*K, S, D)
+        source_mask = ops.repeat(source_mask, copies, axis=0)
+        cross = [ops.repeat(c, copies, axis=0) for c in cross]
+    batch = ops.shape(encoded)[0]
+    caches = model.decoder.initial_cache(batch, length)
+    return encoded, source_mask, caches, cross
+
+
+def _force_eos_at_limit(log_probs, step, limits):
+    """At a sentence's last allowed step only EOS may follow."""
+    at_limit = ops.equal(step + 1, limits)[:, None]  # (N, 1)
+    is_eos = ops.equal(ops.arange(ops.shape(log_probs)[-1]), EOS_ID)[None, :]  # (1, V)
+    return ops.where(ops.logical_and(at_limit, ops.logical_not(is_eos)), _NEG_INF, log_probs)
+
+
+def greedy_search(
+    model,
+    source_ids,
+    max_length: int | None = None,
+    extra_length: int = DEFAULT_EXTRA_LENGTH,
+    use_cache: bool = True,
+):
+    """Greedy decoding: the most likely token at each step, with the caches.
+
+    Args:
+        model: a `Transformer`.
+        source_ids: int `(batch, S)` source ids ending with EOS, padded with 0.
+        max_length: optional cap on the generated length (EOS included).
+        extra_length: a sentence may generate up to `source length + extra_length` tokens.
+        use_cache: decode one token a step with key/value caches (`False` recomputes the
+            whole prefix every step; same result, for comparison).
+
+    Returns:
+        `(tokens, scores)`: int32 `(batch, L)` and the float32 sum of log-probabilities.
+
+    Example:
+
+    >>> tokens, scores = greedy_search(model, source_ids)
+    """
+    source_ids = ops.convert_to_tensor(source_ids, "int32")
+    limits, length = _output_limits(source_ids, extra_length, max_length)
+    state = _prepare(model, source_ids, 1, length, use_cache)
+    batch = ops.shape(source_ids)[0]
+    tokens = ops.concatenate(
+        [ops.full((batch, 1), BOS_ID, "int32"), ops.zeros((batch, length), "int32")], axis=1
+    )  # (B, L + 1)
+    scores = ops.zeros((batch,), "float32")
+    finished = ops.zeros((batch,), "bool")
+
+    def cond(step, tokens, scores, finished, caches):
+        return ops.logical_and(step < length, ops.logical_not(ops.all(finished)))
+
+    def body(step, tokens, scores, finished, caches):
+        log_probs, caches = _next_log_probs(model, tokens, step, (*state[:2], caches, state[3]))
+        log_probs = _force_eos_at_limit(log_probs, step, limits)
+        best = ops.cast(ops.argmax(log_probs, axis=-1), "int32")  # (B,)
+        best_score = ops.max(log_probs, axis=-1)
+        token = ops.where(finished, PAD_ID, best)
+        scores = scores + ops.where(finished, 0.0, best_score)
+        tokens = ops.slice_update(tokens, [0, step + 1], token[:, None])
+        finished = ops.logical_or(finished, ops.equal(token, EOS_ID))
+        return step + 1, tokens, scores, finished, caches
+
+    _, tokens, scores, _, _ = ops.while_loop(
+        cond, body, (ops.convert_to_tensor(0, "int32"), tokens, scores, finished, state[2])
+    )
+    return tokens[:, 1:], scores
+
+
+def _gather_beams(tensor, indices, batch, beams):
+    """Reorders the hypotheses of `tensor` `(B*K, ...)` by `indices` `(B, M)` -> `(B*M, ...)`."""
+    offsets = ops.arange(batch, dtype="int32")[:, None] * beams  # (B, 1)
+    flat = ops.reshape(indices + offsets, (-1,))
+    return ops.take(tensor, flat, axis=0)
+
+
+def beam_search(
+    model,
+    source_ids,
+    beam_size: int = 4,
+    alpha: float = 0.6,
+    max_length: int | None = None,
+    extra_length: int = DEFAULT_EXTRA_LENGTH,
+    use_cache: bool = True,
+):
+    """Beam search with length penalty, Section 6.1 (beam 4, alpha 0.6), batched, with caches.
+
+    Keeps `beam_size` live hypotheses and the `beam_size` best finished ones per sentence.
+    Each step ranks the `2 * beam_size` best continuations: an EOS among the first
+    `beam_size` finishes a hypothesis, scored `log P / ((5 + length) / 6)^alpha` (length
+    counts EOS); the best non-EOS ones stay live (fairseq's rule, so that beam size 1 is
+    greedy search). A sentence is done once it has `beam_size` finished hypotheses; the search
+    stops early when every sentence is done, else at the longest length limit.
+
+    Args:
+        model: a `Transformer`.
+        source_ids: int `(batch, S)` source ids ending with EOS, padded with 0.
+        beam_size: hypotheses kept per sentence (`k`).
+        alpha: length-penalty exponent.
+        max_length: optional cap on the generated length (EOS included).
+        extra_length: a sentence may generate up to `source length + extra_length` tokens.
+        use_cache: decode one token a step with key/value caches (`False` recomputes the
+            whole prefix every step; same result, for comparison).
+
+    Returns:
+        `(tokens, scores)`: the best hypothesis per sentence, int32 `(batch, L)`, and its
+        length-penalised score (float32).
+
+    Example:
+
+    >>> tokens, scores = beam_search(model, source_ids, beam_size=4, alpha=0.6)
+    """
+    source_ids = ops.convert_to_tensor(source_ids, "int32")
+    beams = beam_size
+    limits, length = _output_limits(source_ids, extra_length, max_length)
+    batch = ops.shape(source_ids)[0]
+    encoded, source_mask, caches, cross = _prepare(model, source_ids, beams, length, use_cache)
+    beam_limits = ops.repeat(limits, beams, axis=0)  # (B*K,)
+    alive = ops.concatenate(
+        [
+            ops.full((batch * beams, 1), BOS_ID, "int32"),
+            ops.zeros((batch * beams, length), "int32"),
+        ],
+        axis=1,
+    )  # (B*K, L + 1)
+    # Only the first copy of each sentence is live at the start, so the K beams differ.
+    first_only = ops.where(ops.arange(beams) == 0, 0.0, _NEG_INF)
+    alive_scores = ops.tile(first_only[None, :], (batch, 1))  # (B, K) log P
+    done_tokens = ops.zeros((batch, beams, length + 1), "int32")
+    done_scores = ops.full((batch, beams), _NEG_INF, "float32")  # normalised
+    best_penalty = length_penalty(limits, alpha)  # (B,): a live hypothesis' final penalty
+
+    def cond(step, alive, alive_scores, done_tokens, done_scores, caches):
+        # A sentence is done once it has K finished hypotheses, or no live one left.
+        undone = ops.logical_and(
+            ops.any(done_scores <= _NEG_INF / 2, axis=1),
+            ops.max(alive_scores, axis=1) > _NEG_INF / 2,
+        )
+        return ops.logical_and(step < length, ops.any(undone))
+
+    def body(step, alive, alive_scores, done_tokens, done_scores, caches):
+        log_probs, caches = _next_log_probs(
+            model, alive, step, (encoded, source_mask, caches, cross)
+        )
+        log_probs = _force_eos_at_limit(log_probs, step, beam_limits)
+        vocab = ops.shape(log_probs)[-1]
+        candidates = alive_scores[:, :, None] + ops.reshape(log_probs, (batch, beams, -1))
+        scores, flat = ops.top_k(ops.reshape(candidates, (batch, -1)), 2 * beams)  # (B, 2K)
+        origin = ops.cast(flat // vocab, "int32")  # (B, 2K): which live hypothesis
+        token = ops.cast(flat % vocab, "int32")
+        grown = _gather_beams(alive, origin, batch, beams)  # (B*2K, L + 1)
+        grown = ops.slice_update(grown, [0, step + 1], ops.reshape(token, (-1, 1)))
+        ends = ops.logical_or(ops.equal(token, EOS_ID), scores <= _NEG_INF / 2)
+
+        # Live: the best K candidates that did not end.
+        live_scores, keep = ops.top_k(ops.where(ends, _NEG_INF, scores), beams)  # (B, K)
+        keep = ops.cast(keep, "int32")
+        alive = _gather_beams(grown, keep, batch, 2 * beams)
+        parents = ops.take_along_axis(origin, keep, axis=1)  # (B, K)
+        caches = [_gather_beams(c, parents, batch, beams) for c in caches]
+
+        # Finished: merge those that ended now (length-penalised) with the earlier ones.
+        # As in fairseq, only an EOS among the K best candidates finishes a hypothesis (so
+        # that beam size 1 is greedy search); the next K candidates only refill the live set.
+        in_top_k = ops.arange(2 * beams)[None, :] < beams
+        ended = ops.where(
+            ops.logical_and(
+                ops.logical_and(ops.equal(token, EOS_ID), in_top_k), scores > _NEG_INF / 2
+            ),
+            scores / length_penalty(step + 1, alpha),
+            _NEG_INF,
+        )  # (B, 2K)
+        pool_scores = ops.concatenate([done_scores, ended], axis=1)  # (B, 3K)
+        pool_tokens = ops.concatenate(
+            [done_tokens, ops.reshape(grown, (batch, 2 * beams, -1))], axis=1
+        )  # (B, 3K, L + 1)
+        done_scores, best = ops.top_k(pool_scores, beams)
+        done_tokens = ops.take_along_axis(
+            pool_tokens, ops.cast(best, "int32")[:, :, None], axis=1
+        )  # (B, K, L + 1)
+        return step + 1, alive, live_scores, done_tokens, done_scores, caches
+
+    _, alive, alive_scores, done_tokens, done_scores, _ = ops.while_loop(
+        cond,
+        body,
+        (ops.convert_to_tensor(0, "int32"), alive, alive_scores, done_tokens, done_scores, caches),
+    )
+    # A sentence with no finished hypothesis (none reached EOS) falls back to its best live one.
+    has_done = done_scores[:, 0] > _NEG_INF / 2
+    live_best = ops.reshape(alive, (batch, beams, -1))[:, 0]
+    live_score = alive_scores[:, 0] / best_penalty
+    tokens = ops.where(has_done[:, None], done_tokens[:, 0], live_best)
+    scores = ops.where(has_done, done_scores[:, 0], live_score)
+    return tokens[:, 1:], scores
