@@ -1,0 +1,92 @@
+"""Smoke test of the training-throughput benchmark (structure and consistency, never speed)."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("keras_hub")
+
+from keras_attention.benchmarks import train_throughput
+from keras_attention.benchmarks.timing import TransformerDims, forward_flops
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
+
+
+def test_forward_flops_counts_each_matmul():
+    dims = TransformerDims(
+        num_encoder_layers=1,
+        num_decoder_layers=1,
+        d_model=4,
+        intermediate_dim=8,
+        vocabulary_size=10,
+    )
+    b, s, t, d, f, v = 2, 3, 5, 4, 8, 10
+    encoder = 4 * (2 * b * s * d * d) + 2 * (2 * b * s * s * d) + 2 * (2 * b * s * d * f)
+    self_attention = 4 * (2 * b * t * d * d) + 2 * (2 * b * t * t * d)
+    cross_attention = 2 * (2 * b * t * d * d) + 2 * (2 * b * s * d * d) + 2 * (2 * b * t * s * d)
+    decoder = self_attention + cross_attention + 2 * (2 * b * t * d * f)
+    assert forward_flops(dims, b, s, t) == encoder + decoder + 2 * b * t * d * v
+
+
+@pytest.mark.skipif(not DATA_DIR.is_dir(), reason="Multi30k is not beside the checkout")
+def test_train_benchmark_smoke(tmp_path):
+    config = train_throughput.quick_config(
+        pairs=200,
+        steps=2,
+        rounds=2,
+        max_tokens=512,
+        max_length=32,
+        length_multiple=32,  # one bucket shape: one trace per model
+        peer_batch_size=8,
+        jit_modes=(False,),  # no XLA compilation: the test stays fast
+        vocabulary_size=500,
+        data_dir=str(DATA_DIR),
+        cache_dir=str(tmp_path),
+        matmul_size=512,
+    )
+    result = train_throughput.run_train_benchmark(config)
+
+    assert set(result["runs"]) == {
+        "ours/bucketed/no-jit",
+        "peer/bucketed/no-jit",
+        "peer/fixed/no-jit",
+    }
+    assert result["matmul_peak_gflops"] == max(result["matmul_peaks_gflops"]) > 0
+    for run in result["runs"].values():
+        assert run["steps"] >= 1 and len(run["round_s"]) == 2
+        assert run["best_s"] == min(run["round_s"]) > 0
+        assert 0 < run["target_tokens"] <= run["padded_target_tokens"]
+        assert run["tokens_per_second"] == pytest.approx(run["target_tokens"] / run["best_s"])
+        assert run["tokens_per_second"] > 0
+        assert 0 < run["mfu"] <= 1
+    runs = result["runs"]
+    # Identical batches: the same batches, so the same tokens and FLOPs for both models;
+    # end to end: the same pairs, so the same real target tokens.
+    for key in ("target_tokens", "padded_target_tokens", "training_flops", "shapes"):
+        assert runs["ours/bucketed/no-jit"][key] == runs["peer/bucketed/no-jit"][key]
+    assert (
+        runs["peer/fixed/no-jit"]["target_tokens"] == runs["ours/bucketed/no-jit"]["target_tokens"]
+    )
+    assert runs["peer/fixed/no-jit"]["shapes"] == [[8, result["data"]["peer_length"]]]
+
+    ratios = {ratio["comparison"]: ratio for ratio in result["ratios"]}
+    assert set(ratios) == {"identical batches", "end to end"}
+    for ratio, peer_run in (
+        (ratios["identical batches"], runs["peer/bucketed/no-jit"]),
+        (ratios["end to end"], runs["peer/fixed/no-jit"]),
+    ):
+        assert ratio["ours_tokens_per_second"] == runs["ours/bucketed/no-jit"]["tokens_per_second"]
+        assert ratio["peer_tokens_per_second"] == peer_run["tokens_per_second"]
+        assert ratio["ratio"] == pytest.approx(
+            ratio["ours_tokens_per_second"] / ratio["peer_tokens_per_second"]
+        )
+        assert ratio["met"] == (ratio["ratio"] >= ratio["target"])
+
+    # The printed ratios are the quotients of the printed throughputs (up to rounding).
+    printed = re.findall(
+        r"([\d.]+) /\s+([\d.]+) = ([\d.]+)x", train_throughput.format_table(result)
+    )
+    assert len(printed) == 2
+    for ours, peer, ratio in printed:
+        assert float(ratio) == pytest.approx(float(ours) / float(peer), abs=0.006)

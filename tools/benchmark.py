@@ -1,0 +1,139 @@
+"""Benchmarks of keras_attention, one subcommand each.
+
+    python tools/benchmark.py train              # ours vs keras-hub, about 11 minutes on 2 cores
+    python tools/benchmark.py train --quick      # a smoke run, about a minute
+    python tools/benchmark.py train --jit --steps 10 --rounds 3 --json train.json
+
+`train`: training throughput (non-padding target tokens per second) of our Transformer and of a
+keras-hub model of the same size on the same Multi30k batches, with and without XLA, and each
+with its natural batching; the ratios and the model FLOPs utilisation against a `tf.matmul`
+peak measured in the same run. See keras_attention/benchmarks/train_throughput.py.
+"""
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from keras_attention.benchmarks.train_throughput import (
+    TrainBenchmarkConfig,
+    format_table,
+    quick_config,
+    run_train_benchmark,
+)
+from keras_attention.models.presets import PRESETS
+
+TRAIN_DEFAULTS = TrainBenchmarkConfig()
+
+
+def add_train_parser(subparsers) -> None:
+    """The `train` subcommand's arguments (defaults: `TrainBenchmarkConfig`)."""
+    parser = subparsers.add_parser(
+        "train", help="training throughput: ours vs a keras-hub peer on Multi30k"
+    )
+    d = TRAIN_DEFAULTS
+    parser.add_argument(
+        "--preset", choices=sorted(PRESETS), default=None, help=f"default: {d.preset}"
+    )
+    parser.add_argument(
+        "--pairs", type=int, default=None, help="first N Multi30k train pairs (default: all)"
+    )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help=f"our batches timed per configuration and round, 0: an epoch ({d.steps})",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=None, help=f"timed rounds, the best counts ({d.rounds})"
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help=f"padded tokens per bucketed batch, ours ({d.max_tokens})",
+    )
+    parser.add_argument(
+        "--max-length", type=int, default=None, help=f"longest pair kept ({d.max_length})"
+    )
+    parser.add_argument(
+        "--peer-batch-size",
+        type=int,
+        default=None,
+        help=f"sentences per fixed batch, peer ({d.peer_batch_size})",
+    )
+    parser.add_argument(
+        "--peer-length",
+        type=int,
+        default=None,
+        help="the peer's fixed padded length (default: the longest pair read)",
+    )
+    parser.add_argument(
+        "--vocabulary-size", type=int, default=None, help=f"SentencePiece ({d.vocabulary_size})"
+    )
+    jit = parser.add_mutually_exclusive_group()
+    jit.add_argument(
+        "--jit", dest="jit_modes", action="store_const", const=(True,), help="XLA only"
+    )
+    jit.add_argument(
+        "--no-jit", dest="jit_modes", action="store_const", const=(False,), help="no XLA only"
+    )
+    jit.add_argument(
+        "--both",
+        dest="jit_modes",
+        action="store_const",
+        const=(True, False),
+        help="with and without XLA (default)",
+    )
+    parser.add_argument("--data-dir", default=None, help="Multi30k folder")
+    parser.add_argument("--cache-dir", default=None, help="where the tokenizer is cached")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--quick", action="store_true", help="tiny everything, for a smoke run")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.set_defaults(run=run_train)
+
+
+def train_config(args: argparse.Namespace) -> TrainBenchmarkConfig:
+    """The `train` arguments as a config: `--quick` or the defaults, then the given flags."""
+    names = [field.name for field in dataclasses.fields(TrainBenchmarkConfig)]
+    given = {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+    if given.get("steps", 1) <= 0:
+        given["steps"] = None  # the whole epoch
+    return quick_config(**given) if args.quick else TrainBenchmarkConfig(**given)
+
+
+def run_train(args: argparse.Namespace) -> dict:
+    """Runs the training benchmark, prints its table; returns the results."""
+    config = train_config(args)
+    print("config:", json.dumps(dataclasses.asdict(config)), flush=True)
+    result = run_train_benchmark(config)
+    print(format_table(result))
+    return result
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    add_train_parser(subparsers)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args = parse_args(argv)
+    import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")  # retracing notices: every batch shape is traced once
+    result = args.run(args)
+    if getattr(args, "json", None):
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        print("results:", args.json)
+
+
+if __name__ == "__main__":
+    main()
