@@ -160,7 +160,9 @@ class MultiHeadAttention(keras.layers.Layer):
         """
         self._check_cacheable()
         key = value if key is None else key
-        return ops.stack([self.key_dense.call(key), self.value_dense.call(value)], axis=1)
+        return ops.stack(
+            [_split_heads(self.key_dense, key), _split_heads(self.value_dense, value)], axis=1
+        )
 
     def _check_cacheable(self) -> None:
         if not self.built:
@@ -238,18 +240,16 @@ class MultiHeadAttention(keras.layers.Layer):
         masks.check_mask_shape("value_mask", value_mask, (value.shape[0], value.shape[1]))
         masks.check_mask_shape("key_mask", key_mask, (key.shape[0], key.shape[1]))
         masks.check_mask_shape("query_mask", query_mask, (query.shape[0], query.shape[1]))
-        # Projections are called with `.call`: EinsumDense would warn about (and drop) the
-        # Keras masks of the inputs, which this layer handles itself.
-        query_heads = self.query_dense.call(query)  # (B, Tq, N, Hk)
+        query_heads = _split_heads(self.query_dense, query)  # (B, Tq, N, Hk)
         if cache is None:
-            key_heads = self.key_dense.call(key)  # (B, Tk, N, Hk)
-            value_heads = self.value_dense.call(value)  # (B, Tk, N, Hv)
+            key_heads = _split_heads(self.key_dense, key)  # (B, Tk, N, Hk)
+            value_heads = _split_heads(self.value_dense, value)  # (B, Tk, N, Hv)
         elif cache_update_index is None:
             key_heads, value_heads = cache[:, 0], cache[:, 1]  # (B, Tk, N, H)
         else:
             start = [0, cache_update_index, 0, 0]
-            new_keys = self.key_dense.call(key)  # (B, Tq, N, H)
-            new_values = self.value_dense.call(value)  # (B, Tq, N, H)
+            new_keys = _split_heads(self.key_dense, key)  # (B, Tq, N, H)
+            new_values = _split_heads(self.value_dense, value)  # (B, Tq, N, H)
             key_heads = ops.slice_update(cache[:, 0], start, new_keys)  # (B, S, N, H)
             value_heads = ops.slice_update(cache[:, 1], start, new_values)  # (B, S, N, H)
             cache = ops.stack([key_heads, value_heads], axis=1)  # (B, 2, S, N, H)
@@ -293,7 +293,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 any_key = ops.any(mask, axis=-1)  # (B|1, Tq|1)
                 any_key = ops.cast(any_key, attended.dtype)[:, :, None, None]  # (B|1, Tq|1, 1, 1)
                 attended = attended * any_key
-        output = self.output_dense(attended)  # (B, Tq, D)
+        output = _merge_heads(self.output_dense, attended)  # (B, Tq, D)
         results = (output,)
         if return_attention_scores:
             results += (scores,)
@@ -333,3 +333,33 @@ def _check_ranks(query_shape, value_shape, key_shape=None) -> None:
             raise ValueError(
                 f"{name} must have shape (batch, length, depth); got {name}.shape={tuple(shape)}"
             )
+
+
+# The projections keep their weights in `EinsumDense` layers (kernels `(d, heads, head_dim)`
+# and `(heads, head_dim, d_out)`, as in `keras.layers.MultiHeadAttention`) but run as one
+# 2-D matmul on reshaped kernels: on TensorFlow the gradient of an einsum kernel is computed
+# per example then summed, while a matmul's is one large matmul. Calling the kernels directly
+# also keeps EinsumDense from warning about (and dropping) the inputs' Keras masks, which
+# this layer handles itself.
+
+
+def _split_heads(dense: keras.layers.EinsumDense, x):
+    """`(B, T, d) -> (B, T, heads, head_dim)` with `dense`'s kernel `(d, heads, head_dim)`."""
+    depth, heads, head_dim = dense.kernel.shape
+    kernel = ops.reshape(dense.kernel, (depth, heads * head_dim))
+    y = ops.matmul(x, ops.cast(kernel, x.dtype))  # (B, T, N * H)
+    if dense.bias is not None:
+        y = y + ops.cast(ops.reshape(dense.bias, (heads * head_dim,)), y.dtype)
+    shape = ops.shape(x)
+    return ops.reshape(y, (shape[0], shape[1], heads, head_dim))  # (B, T, N, H)
+
+
+def _merge_heads(dense: keras.layers.EinsumDense, x):
+    """`(B, T, heads, head_dim) -> (B, T, d_out)`; `dense.kernel` is `(heads, head_dim, d_out)`."""
+    heads, head_dim, depth = dense.kernel.shape
+    shape = ops.shape(x)
+    flat = ops.reshape(x, (shape[0], shape[1], heads * head_dim))  # (B, T, N * H)
+    y = ops.matmul(flat, ops.cast(ops.reshape(dense.kernel, (heads * head_dim, depth)), x.dtype))
+    if dense.bias is not None:
+        y = y + ops.cast(dense.bias, y.dtype)
+    return y  # (B, T, D)
