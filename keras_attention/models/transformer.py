@@ -143,8 +143,11 @@ class Transformer(keras.Model):
     def build(self, input_shape=None):
         batch = None
         source_shape, target_shape = (batch, None), (batch, None)
-        self.source_embedding.build(source_shape)
         self.target_embedding.build(target_shape)
+        if not self.share_embeddings:
+            # A shared embedding is built once: `ReversibleEmbedding.build` is not idempotent
+            # (a second call adds `reverse_embeddings` again when the output is untied).
+            self.source_embedding.build(source_shape)
         self.encoder.build((batch, None, self.d_model))
         self.decoder.build((batch, None, self.d_model), (batch, None, self.d_model))
         self.built = True

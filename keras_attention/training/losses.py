@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_attention.layers.validation import check_rate
-from keras_attention.training.replicas import global_sum, num_replicas
+from keras_attention.training.replicas import global_sum
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -56,9 +56,10 @@ class LabelSmoothedCrossEntropy(keras.losses.Loss):
         smooth = -ops.mean(log_probs, axis=-1)  # (B, T)
         per_token = (1.0 - self.label_smoothing) * nll + self.label_smoothing * smooth
         real = ops.cast(ops.not_equal(y_true, self.pad_id), "float32")  # (B, T)
-        # Keras divides a replica's loss by the number of replicas before the gradients are
-        # summed; multiplying by it here makes the sum over replicas the global token mean.
-        scale = num_replicas() / ops.maximum(global_sum(ops.sum(real)), 1.0)
+        # Keras sums the replicas' gradients and does not rescale a "sum"-reduced loss, so
+        # each replica divides its sum by the token count of the whole global batch: the
+        # sum over replicas is then the global token mean.
+        scale = 1.0 / ops.maximum(global_sum(ops.sum(real)), 1.0)
         return per_token * real * scale  # (B, T); summed by the "sum" reduction
 
     def get_config(self):

@@ -20,7 +20,11 @@ class _MaskedTokenMetric(keras.metrics.Metric):
         y_true = ops.cast(y_true, "int32")
         real = ops.cast(ops.not_equal(y_true, self.pad_id), "float32")  # (B, T)
         if sample_weight is not None:
-            real = real * ops.cast(sample_weight, "float32")
+            sample_weight = ops.cast(sample_weight, "float32")
+            # A weight per sequence `(B,)` (as `fit(sample_weight=...)` gives) weighs its tokens.
+            while len(sample_weight.shape) < len(real.shape):
+                sample_weight = ops.expand_dims(sample_weight, -1)
+            real = real * sample_weight  # (B, T)
         values = self.per_token(y_true, ops.cast(y_pred, "float32"))  # (B, T)
         self.total.assign_add(ops.sum(values * real))
         self.count.assign_add(ops.sum(real))

@@ -1,7 +1,8 @@
 """Sums across the replicas of a `tf.distribute` strategy; plain values everywhere else.
 
-Keras divides each replica's loss by the number of replicas in sync before the gradients
-are summed across replicas; these helpers let a loss normalise by a global count instead.
+Keras sums the replicas' gradients (it divides a loss by the number of replicas only for
+"sum_over_batch_size"/"mean" reductions); these helpers let a loss normalise by a count
+taken over the whole global batch instead, so that the sum over replicas is the global mean.
 Under other backends, or without a strategy, they are the identity.
 """
 
