@@ -166,3 +166,14 @@ def export_translator(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def load_exported(path: str | os.PathLike):
+    """The `serving_default` signature of an exported translator, loaded as TF Serving would.
+
+    Only TensorFlow and tensorflow-text are needed (importing tensorflow-text registers its
+    ops); call the result with `sentences=tf.constant([...])`.
+    """
+    import tensorflow_text  # noqa: F401 (registers the SentencePiece ops)
+
+    return tf.saved_model.load(str(path)).signatures[SIGNATURE_KEY]

@@ -18,13 +18,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from keras_attention.data.datasets import DATASETS
 from keras_attention.models.presets import PRESETS
-from keras_attention.translation_run import TrainConfig, train_translator
+from keras_attention.translation_run import TrainConfig, export_and_evaluate, train_translator
 
 DEFAULTS = TrainConfig()
 
 
-def parse_args(argv: list[str] | None = None) -> TrainConfig:
-    """The command line as a `TrainConfig`."""
+def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool]:
+    """The command line as a `TrainConfig`, and whether to export and evaluate after training."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--preset", choices=sorted(PRESETS), default=DEFAULTS.preset)
     parser.add_argument("--dataset", choices=DATASETS, default=DEFAULTS.dataset)
@@ -33,9 +33,12 @@ def parse_args(argv: list[str] | None = None) -> TrainConfig:
     parser.add_argument(
         "--train-pairs", type=int, default=None, help="use only the first N training pairs"
     )
-    parser.add_argument("--epochs", type=int, default=DEFAULTS.epochs)
+    parser.add_argument("--epochs", type=int, default=None, help="default: per dataset")
     parser.add_argument(
-        "--max-tokens", type=int, default=DEFAULTS.max_tokens, help="padded tokens per batch"
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="padded tokens per batch (default: per dataset)",
     )
     parser.add_argument(
         "--max-length",
@@ -49,7 +52,7 @@ def parse_args(argv: list[str] | None = None) -> TrainConfig:
         default=None,
         help="SentencePiece vocabulary (default: chosen for the dataset)",
     )
-    parser.add_argument("--warmup-steps", type=int, default=DEFAULTS.warmup_steps)
+    parser.add_argument("--warmup-steps", type=int, default=None, help="default: per dataset")
     parser.add_argument("--learning-rate-scale", type=float, default=DEFAULTS.learning_rate_scale)
     parser.add_argument("--label-smoothing", type=float, default=DEFAULTS.label_smoothing)
     parser.add_argument(
@@ -62,7 +65,7 @@ def parse_args(argv: list[str] | None = None) -> TrainConfig:
         "--jit",
         action=argparse.BooleanOptionalAction,
         default=DEFAULTS.jit_compile,
-        help="compile the train step with XLA",
+        help="compile the train step with XLA (default: on with a GPU, off on CPU)",
     )
     parser.add_argument(
         "--mixed-precision", choices=["mixed_float16", "mixed_bfloat16"], default=None
@@ -75,6 +78,12 @@ def parse_args(argv: list[str] | None = None) -> TrainConfig:
         help="model argument replacing the preset's, e.g. --override dropout=0.1",
     )
     parser.add_argument("--seed", type=int, default=DEFAULTS.seed)
+    parser.add_argument(
+        "--export",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="export the SavedModel, reload it, translate examples and print sacreBLEU",
+    )
     args = parser.parse_args(argv)
     overrides = {}
     for item in args.override:
@@ -82,7 +91,7 @@ def parse_args(argv: list[str] | None = None) -> TrainConfig:
         if not name or not value:
             parser.error(f"--override must look like NAME=JSON; got {item!r}")
         overrides[name] = json.loads(value)
-    return TrainConfig(
+    config = TrainConfig(
         output_dir=args.output_dir,
         dataset=args.dataset,
         data_dir=args.data_dir,
@@ -101,15 +110,25 @@ def parse_args(argv: list[str] | None = None) -> TrainConfig:
         mixed_precision=args.mixed_precision,
         seed=args.seed,
     )
+    return config, args.export
 
 
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    config = parse_args(argv)
-    print("config:", json.dumps(dataclasses.asdict(config)))
+    config, export = parse_args(argv)
     result = train_translator(config)
+    print("config:", json.dumps(dataclasses.asdict(result.config)))
     print("test:", json.dumps({k: round(float(v), 4) for k, v in result.test_metrics.items()}))
     print("model:", result.model_path)
+    if not export:
+        return
+    check = export_and_evaluate(result)
+    print("exported:", check.export_path)
+    print("translations by the reloaded SavedModel:")
+    for source, translation in check.examples:
+        print(f"  {source}\n    -> {translation}")
+    print(f"sacreBLEU on the {config.dataset} test split (beam 4, from the SavedModel):")
+    print(check.scores.summary())
 
 
 if __name__ == "__main__":
