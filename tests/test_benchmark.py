@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("keras_hub")
 
-from keras_attention.benchmarks import train_throughput
+from keras_attention.benchmarks import decode_throughput, train_throughput
 from keras_attention.benchmarks.timing import TransformerDims, forward_flops
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
@@ -90,3 +90,22 @@ def test_train_benchmark_smoke(tmp_path):
     assert len(printed) == 2
     for ours, peer, ratio in printed:
         assert float(ratio) == pytest.approx(float(ours) / float(peer), abs=0.006)
+
+
+@pytest.mark.skipif(not DATA_DIR.is_dir(), reason="Multi30k is not beside the checkout")
+def test_decode_benchmark_smoke(tmp_path):
+    config = decode_throughput.quick_config(
+        sentences=6, batch_size=6, step_points=(2, 4), step_rows=4, cache_dir=str(tmp_path)
+    )
+    result = decode_throughput.run_decode_benchmark(config)
+    for timing in result["sentences_per_second"].values():
+        assert timing["cached"] > 0 and timing["recomputed"] > 0
+        assert timing["speedup"] == pytest.approx(timing["cached"] / timing["recomputed"])
+    assert set(result["sentences_per_second"]) == {"greedy", "beam4"}
+    assert [row["step"] for row in result["step_times"]] == [2, 4]
+    export = result["export"]
+    assert export["ratio_exported_over_library"] == pytest.approx(
+        export["exported"] / export["in_library"]
+    )
+    table = decode_throughput.format_decode_table(result)
+    assert "cache speed-up" in table and "exported SavedModel" in table

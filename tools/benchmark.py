@@ -8,6 +8,14 @@
 keras-hub model of the same size on the same Multi30k batches, with and without XLA, and each
 with its natural batching; the ratios and the model FLOPs utilisation against a `tf.matmul`
 peak measured in the same run. See keras_attention/benchmarks/train_throughput.py.
+
+    python tools/benchmark.py decode             # cache vs recompute, export vs library
+    python tools/benchmark.py decode --quick
+
+`decode`: sentences per second of greedy and beam search over Multi30k test2016 with the
+key/value cache and recomputing the decoder every step, the time of one step at positions 10,
+30 and 60, and the exported SavedModel against the in-library translator. See
+keras_attention/benchmarks/decode_throughput.py.
 """
 
 import argparse
@@ -19,6 +27,12 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from keras_attention.benchmarks.decode_throughput import (
+    DecodeBenchmarkConfig,
+    format_decode_table,
+    run_decode_benchmark,
+)
+from keras_attention.benchmarks.decode_throughput import quick_config as quick_decode_config
 from keras_attention.benchmarks.train_throughput import (
     TrainBenchmarkConfig,
     format_table,
@@ -115,10 +129,41 @@ def run_train(args: argparse.Namespace) -> dict:
     return result
 
 
+def add_decode_parser(subparsers) -> None:
+    """The `decode` subcommand's arguments (defaults: `DecodeBenchmarkConfig`)."""
+    parser = subparsers.add_parser(
+        "decode", help="decoding speed: cache vs recompute, exported vs in-library"
+    )
+    d = DecodeBenchmarkConfig()
+    parser.add_argument("--preset", choices=sorted(PRESETS), default=None, help=d.preset)
+    parser.add_argument("--sentences", type=int, default=None, help=f"({d.sentences})")
+    parser.add_argument("--batch-size", type=int, default=None, help=f"({d.batch_size})")
+    parser.add_argument("--beam-size", type=int, default=None, help=f"({d.beam_size})")
+    parser.add_argument("--extra-length", type=int, default=None, help=f"({d.extra_length})")
+    parser.add_argument("--rounds", type=int, default=None, help=f"({d.rounds})")
+    parser.add_argument("--data-dir", default=None, help="Multi30k folder")
+    parser.add_argument("--cache-dir", default=None, help="where the tokenizer is cached")
+    parser.add_argument("--quick", action="store_true", help="tiny everything, for a smoke run")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.set_defaults(run=run_decode)
+
+
+def run_decode(args: argparse.Namespace) -> dict:
+    """Runs the decoding benchmark, prints its table; returns the results."""
+    names = [field.name for field in dataclasses.fields(DecodeBenchmarkConfig)]
+    given = {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+    config = quick_decode_config(**given) if args.quick else DecodeBenchmarkConfig(**given)
+    print("config:", json.dumps(dataclasses.asdict(config)), flush=True)
+    result = run_decode_benchmark(config)
+    print(format_decode_table(result))
+    return result
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_train_parser(subparsers)
+    add_decode_parser(subparsers)
     return parser.parse_args(argv)
 
 

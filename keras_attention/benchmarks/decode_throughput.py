@@ -1,0 +1,245 @@
+"""Decoding speed: the key/value cache against recomputing the decoder, and the export's cost.
+
+Measured in one process on the same sentences (Multi30k test2016, English):
+
+- sentences per second of greedy and beam search, with the cache and without it (each step
+  decodes the whole prefix again, the TensorFlow tutorial's way), each traced once into a
+  `tf.function` with dynamic shapes and warmed up before timing;
+- the time of one decoding step at several positions (10, 30, 60 by default): with the cache
+  a step costs the same wherever it is; without, it grows with the position;
+- sentences per second of the exported SavedModel's signature (strings in, strings out)
+  against the same `Translator` called in the library.
+
+The model has random weights (speed does not depend on them). A random model never chooses
+EOS, so every sentence decodes exactly `source length + extra_length` steps; the default
+`extra_length=0` gives outputs as long as their sources, about the length of real
+translations. Both sides of every ratio decode the same number of steps.
+"""
+
+import dataclasses
+import tempfile
+from collections.abc import Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_attention.benchmarks.timing import Stopwatch, summarize_rounds, time_call
+from keras_attention.benchmarks.train_throughput import DEFAULT_DATA_DIR, cached_tokenizer
+from keras_attention.data.multi30k import load_multi30k
+from keras_attention.decoding import beam_search, greedy_search
+from keras_attention.evaluation import translate_all
+from keras_attention.export import Translator, export_translator, load_exported
+from keras_attention.models import Transformer
+
+IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
+
+
+@dataclasses.dataclass
+class DecodeBenchmarkConfig:
+    """Settings of `run_decode_benchmark`.
+
+    Attributes:
+        preset: model size.
+        sentences: first N test2016 sentences decoded.
+        batch_size: sentences per call (sorted by length first).
+        beam_size: beam width of the beam-search rows.
+        alpha: length-penalty exponent.
+        extra_length: steps beyond each source's length.
+        step_points: decoding positions whose step time is measured.
+        step_rows: hypotheses per measured step.
+        rounds: timed repetitions of each measurement; the best counts.
+        vocabulary_size: SentencePiece vocabulary (learned from Multi30k train, cached).
+        data_dir: the Multi30k folder.
+        cache_dir: where the tokenizer is cached.
+        seed: initial weights.
+    """
+
+    preset: str = "small"
+    sentences: int = 1000
+    batch_size: int = 100
+    beam_size: int = 4
+    alpha: float = 0.6
+    extra_length: int = 0
+    step_points: tuple = (10, 30, 60)
+    step_rows: int = 256
+    rounds: int = 2
+    vocabulary_size: int = 8000
+    data_dir: str | None = None
+    cache_dir: str | None = None
+    seed: int = 0
+
+
+def quick_config(**changes) -> DecodeBenchmarkConfig:
+    """A smoke-test configuration: tiny model, a few sentences, short steps."""
+    settings = dict(
+        preset="tiny",
+        sentences=24,
+        batch_size=12,
+        step_points=(4, 8, 16),
+        step_rows=16,
+        rounds=1,
+        vocabulary_size=500,
+    )
+    return DecodeBenchmarkConfig(**{**settings, **changes})
+
+
+def source_batches(tokenizer, sentences: Sequence[str], batch_size: int) -> list[tf.Tensor]:
+    """Sentences as padded id batches (EOS appended), sorted by length."""
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+    batches = []
+    for start in range(0, len(order), batch_size):
+        chunk = [sentences[i] for i in order[start : start + batch_size]]
+        pieces = tokenizer.tokenize(tf.constant(chunk))
+        eos = tf.fill([pieces.nrows(), 1], 3)
+        batches.append(tf.concat([pieces, eos], axis=1).to_tensor(0))
+    return batches
+
+
+def decoder_function(model, beam_size: int, alpha: float, extra_length: int, use_cache: bool):
+    """One traced `tf.function` (dynamic shapes) for a search setting."""
+    if beam_size == 1:
+        search = lambda ids: greedy_search(  # noqa: E731
+            model, ids, extra_length=extra_length, use_cache=use_cache
+        )
+    else:
+        search = lambda ids: beam_search(  # noqa: E731
+            model, ids, beam_size, alpha, extra_length=extra_length, use_cache=use_cache
+        )
+    return tf.function(search, input_signature=[IDS_SPEC], autograph=False)
+
+
+def time_batches(function, batches: Sequence[tf.Tensor], rounds: int) -> dict:
+    """Warms `function` up on the first batch, then times one pass over all batches."""
+    function(batches[0])
+    seconds = [time_call(lambda: [function(b) for b in batches]) for _ in range(rounds)]
+    return summarize_rounds(seconds)
+
+
+def step_functions(model, rows: int, cache_length: int):
+    """Single decoding steps: with the cache (a fixed-size buffer) and without (the prefix)."""
+    encoded, mask = model.encode(tf.ones([rows, 20], tf.int32))
+    cross = model.decoder.compute_cross_attention_cache(encoded)
+    caches = model.decoder.initial_cache(rows, cache_length)
+
+    @tf.function(autograph=False)
+    def cached(token, index):
+        return model.decode(
+            token,
+            encoded,
+            mask,
+            start_index=index,
+            self_attention_cache=caches,
+            cross_attention_cache=cross,
+        )
+
+    @tf.function(input_signature=[IDS_SPEC], autograph=False)
+    def recomputed(prefix):
+        return model.decode(prefix, encoded, mask)
+
+    return cached, recomputed
+
+
+def time_steps(model, config: DecodeBenchmarkConfig) -> list[dict]:
+    """Seconds per step at each position of `config.step_points`, cached and recomputed."""
+    rows = config.step_rows
+    cached, recomputed = step_functions(model, rows, max(config.step_points) + 1)
+    token = tf.fill([rows, 1], 5)
+    results = []
+    for point in config.step_points:
+        index = tf.constant(point, tf.int32)
+        prefix = tf.fill([rows, point + 1], 5)
+        cached(token, index), recomputed(prefix)  # warm up (a new shape traces once)
+        with_cache = [time_call(lambda i=index: cached(token, i)) for _ in range(config.rounds)]
+        without = [time_call(lambda p=prefix: recomputed(p)) for _ in range(config.rounds)]
+        results.append(
+            {
+                "step": point,
+                "cached_ms": 1000 * min(with_cache),
+                "recomputed_ms": 1000 * min(without),
+            }
+        )
+    return results
+
+
+def time_export(translator: Translator, sentences: Sequence[str], rounds: int) -> dict:
+    """Sentences per second of the exported signature and of the in-library translator."""
+    with tempfile.TemporaryDirectory() as folder:
+        with Stopwatch() as export_watch:
+            path = export_translator(translator, folder)
+        serve = load_exported(path)
+        timings = {}
+        for name, function in (("in_library", translator.translate), ("exported", serve)):
+            translate_all(function, sentences[:8])  # warm up
+            seconds = [
+                time_call(lambda f=function: translate_all(f, sentences)) for _ in range(rounds)
+            ]
+            timings[name] = len(sentences) / summarize_rounds(seconds)["best"]
+    timings["ratio_exported_over_library"] = timings["exported"] / timings["in_library"]
+    timings["export_seconds"] = export_watch.seconds
+    return timings
+
+
+def run_decode_benchmark(config: DecodeBenchmarkConfig) -> dict:
+    """Runs every measurement; returns a dict of results (see the module docstring)."""
+    splits = load_multi30k(config.data_dir or DEFAULT_DATA_DIR)
+    train_en, train_de = splits["train"]
+    tokenizer = cached_tokenizer(train_en + train_de, config.vocabulary_size, config.cache_dir)
+    sentences = splits["test"][0][: config.sentences]
+    keras.utils.set_random_seed(config.seed)
+    model = Transformer.from_preset(
+        config.preset, vocabulary_size=tokenizer.vocabulary_size, dropout=0.0
+    )
+    model.build()
+    batches = source_batches(tokenizer, sentences, config.batch_size)
+    searches = {}
+    for beam in (1, config.beam_size):
+        name = "greedy" if beam == 1 else f"beam{beam}"
+        timing = {}
+        for use_cache in (True, False):
+            function = decoder_function(model, beam, config.alpha, config.extra_length, use_cache)
+            best = time_batches(function, batches, config.rounds)["best"]
+            timing["cached" if use_cache else "recomputed"] = len(sentences) / best
+        timing["speedup"] = timing["cached"] / timing["recomputed"]
+        searches[name] = timing
+    translator = Translator(
+        model, tokenizer, config.beam_size, config.alpha, extra_length=config.extra_length
+    )
+    return {
+        "config": dataclasses.asdict(config),
+        "sentences_per_second": searches,
+        "step_times": time_steps(model, config),
+        "export": time_export(translator, sentences, config.rounds),
+        "mean_source_tokens": sum(int(np.sum(b.numpy() > 0)) for b in batches) / len(sentences),
+    }
+
+
+def format_decode_table(result: dict) -> str:
+    """A readable summary of `run_decode_benchmark`'s result."""
+    config = result["config"]
+    lines = [
+        f"{config['sentences']} Multi30k test2016 sentences, preset {config['preset']}, "
+        f"batches of {config['batch_size']}, mean source length "
+        f"{result['mean_source_tokens']:.1f} tokens, outputs source length + "
+        f"{config['extra_length']}",
+        "",
+        f"{'search':<10}{'cached sent/s':>15}{'recomputed sent/s':>20}{'cache speed-up':>16}",
+    ]
+    for name, timing in result["sentences_per_second"].items():
+        lines.append(
+            f"{name:<10}{timing['cached']:>15.1f}{timing['recomputed']:>20.1f}"
+            f"{timing['speedup']:>15.2f}x"
+        )
+    lines += ["", f"one step of {config['step_rows']} hypotheses:"]
+    lines.append(f"{'position':<10}{'cached ms':>12}{'recomputed ms':>16}")
+    for row in result["step_times"]:
+        lines.append(f"{row['step']:<10}{row['cached_ms']:>12.2f}{row['recomputed_ms']:>16.2f}")
+    export = result["export"]
+    lines += [
+        "",
+        f"beam {config['beam_size']}, strings in and out: exported SavedModel "
+        f"{export['exported']:.1f} sent/s, in-library Translator {export['in_library']:.1f} "
+        f"sent/s, ratio {export['ratio_exported_over_library']:.2f} "
+        f"(export took {export['export_seconds']:.1f} s)",
+    ]
+    return "\n".join(lines)
