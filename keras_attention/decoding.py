@@ -1,20 +1,28 @@
 """Greedy and beam search over `Transformer.decode` with key/value caches (Section 6.1).
 
-Both searches are written with `keras.ops` only (`ops.while_loop`, fixed-size buffers,
-`ops.slice_update`): no Python loop over tensors, so they trace into one graph (for example
-one `tf.function`, which is how the translator exports).
+Both searches are written with `keras.ops` only (`ops.while_loop`, fixed-size buffers written
+with `write_positions`, a `slice_update` that TensorFlow does not lower to an XLA-only op): no
+Python loop over tensors, so they trace into one graph (for example one `tf.function`, which
+is how the translator exports, with only ops that TF Serving runs).
 
 Conventions: ids 0 padding, 2 BOS, 3 EOS (`keras_attention.data.special_tokens` defines the
 same values). Output tokens have shape `(batch, max_output_length)`: the generated tokens
-without BOS, ending with EOS, then padding.
+without BOS, ending with EOS, then padding. PAD and BOS are never generated; at a sentence's
+length limit EOS is forced.
 """
 
 from keras import ops
+
+from keras_attention.layers.sequence_buffer import write_positions
+from keras_attention.layers.validation import check_positive_int
 
 PAD_ID, BOS_ID, EOS_ID = 0, 2, 3
 # The paper: maximum output length = input length + 50.
 DEFAULT_EXTRA_LENGTH = 50
 _NEG_INF = -1e9
+# The least log-probability of an EOS forced at the length limit: a model that gives EOS no
+# probability (or less than this) still ends there, with a finite score.
+_FORCED_EOS_FLOOR = -1e4
 
 
 def length_penalty(length, alpha: float):
@@ -24,6 +32,13 @@ def length_penalty(length, alpha: float):
 
 def _source_lengths(source_ids):
     return ops.sum(ops.cast(ops.not_equal(source_ids, PAD_ID), "int32"), axis=1)  # (B,)
+
+
+def _check_lengths(max_length, extra_length) -> None:
+    """Raises `ValueError` naming `max_length` or `extra_length` when it is not valid."""
+    check_positive_int("max_length", max_length, allow_none=True)
+    if isinstance(extra_length, bool) or not isinstance(extra_length, int) or extra_length < 0:
+        raise ValueError(f"extra_length must be an integer >= 0; got extra_length={extra_length!r}")
 
 
 def _output_limits(source_ids, extra_length: int, max_length: int | None):
@@ -87,11 +102,22 @@ def _prepare(model, source_ids, copies: int, length, use_cache: bool):
     return encoded, source_mask, caches, cross
 
 
-def _force_eos_at_limit(log_probs, step, limits):
-    """At a sentence's last allowed step only EOS may follow."""
+def _restrict(log_probs, step, limits):
+    """PAD and BOS are never generated; at a sentence's last allowed step only EOS may follow.
+
+    A forced EOS keeps its log-probability, floored at `_FORCED_EOS_FLOOR` so that it stays
+    the only choice even when the model gives it (almost) none.
+    """
+    ids = ops.arange(ops.shape(log_probs)[-1])[None, :]  # (1, V)
+    is_eos = ops.equal(ids, EOS_ID)
     at_limit = ops.equal(step + 1, limits)[:, None]  # (N, 1)
-    is_eos = ops.equal(ops.arange(ops.shape(log_probs)[-1]), EOS_ID)[None, :]  # (1, V)
-    return ops.where(ops.logical_and(at_limit, ops.logical_not(is_eos)), _NEG_INF, log_probs)
+    forced_eos = ops.logical_and(at_limit, is_eos)  # (N, V)
+    log_probs = ops.where(forced_eos, ops.maximum(log_probs, _FORCED_EOS_FLOOR), log_probs)
+    banned = ops.logical_or(
+        ops.logical_or(ops.equal(ids, PAD_ID), ops.equal(ids, BOS_ID)),
+        ops.logical_and(at_limit, ops.logical_not(is_eos)),
+    )  # (N, V)
+    return ops.where(banned, _NEG_INF, log_probs)
 
 
 def greedy_search(
@@ -118,6 +144,7 @@ def greedy_search(
 
     >>> tokens, scores = greedy_search(model, source_ids)
     """
+    _check_lengths(max_length, extra_length)
     source_ids = ops.convert_to_tensor(source_ids, "int32")
     limits, length = _output_limits(source_ids, extra_length, max_length)
     state = _prepare(model, source_ids, 1, length, use_cache)
@@ -133,12 +160,12 @@ def greedy_search(
 
     def body(step, tokens, scores, finished, caches):
         log_probs, caches = _next_log_probs(model, tokens, step, (*state[:2], caches, state[3]))
-        log_probs = _force_eos_at_limit(log_probs, step, limits)
+        log_probs = _restrict(log_probs, step, limits)
         best = ops.cast(ops.argmax(log_probs, axis=-1), "int32")  # (B,)
         best_score = ops.max(log_probs, axis=-1)
         token = ops.where(finished, PAD_ID, best)
         scores = scores + ops.where(finished, 0.0, best_score)
-        tokens = ops.slice_update(tokens, [0, step + 1], token[:, None])
+        tokens = write_positions(tokens, step + 1, token[:, None])
         finished = ops.logical_or(finished, ops.equal(token, EOS_ID))
         return step + 1, tokens, scores, finished, caches
 
@@ -146,6 +173,13 @@ def greedy_search(
         cond, body, (ops.convert_to_tensor(0, "int32"), tokens, scores, finished, state[2])
     )
     return tokens[:, 1:], scores
+
+
+def _sentences_done(alive_scores, done_scores):
+    """`(B,)`: whether each sentence has `K` finished hypotheses, or no live one left."""
+    full = ops.all(done_scores > _NEG_INF / 2, axis=1)
+    no_live = ops.all(alive_scores <= _NEG_INF / 2, axis=1)
+    return ops.logical_or(full, no_live)
 
 
 def _gather_beams(tensor, indices, batch, beams):
@@ -170,8 +204,10 @@ def beam_search(
     Each step ranks the `2 * beam_size` best continuations: an EOS among the first
     `beam_size` finishes a hypothesis, scored `log P / ((5 + length) / 6)^alpha` (length
     counts EOS); the best non-EOS ones stay live (fairseq's rule, so that beam size 1 is
-    greedy search). A sentence is done once it has `beam_size` finished hypotheses; the search
-    stops early when every sentence is done, else at the longest length limit.
+    greedy search). A sentence is done once it has `beam_size` finished hypotheses (its
+    result then stays as it is, so that a sentence gets the same result in any batch as
+    alone); the search stops early when every sentence is done, else at the longest length
+    limit.
 
     Args:
         model: a `Transformer`.
@@ -191,6 +227,8 @@ def beam_search(
 
     >>> tokens, scores = beam_search(model, source_ids, beam_size=4, alpha=0.6)
     """
+    check_positive_int("beam_size", beam_size)
+    _check_lengths(max_length, extra_length)
     source_ids = ops.convert_to_tensor(source_ids, "int32")
     beams = beam_size
     limits, length = _output_limits(source_ids, extra_length, max_length)
@@ -212,25 +250,25 @@ def beam_search(
     best_penalty = length_penalty(limits, alpha)  # (B,): a live hypothesis' final penalty
 
     def cond(step, alive, alive_scores, done_tokens, done_scores, caches):
-        # A sentence is done once it has K finished hypotheses, or no live one left.
-        undone = ops.logical_and(
-            ops.any(done_scores <= _NEG_INF / 2, axis=1),
-            ops.max(alive_scores, axis=1) > _NEG_INF / 2,
-        )
-        return ops.logical_and(step < length, ops.any(undone))
+        sentence_done = _sentences_done(alive_scores, done_scores)
+        return ops.logical_and(step < length, ops.logical_not(ops.all(sentence_done)))
 
     def body(step, alive, alive_scores, done_tokens, done_scores, caches):
+        # A done sentence keeps its finished hypotheses while the others go on, so that it
+        # gets the same result in any batch as alone.
+        sentence_done = _sentences_done(alive_scores, done_scores)[:, None]  # (B, 1)
+        old_tokens, old_scores = done_tokens, done_scores
         log_probs, caches = _next_log_probs(
             model, alive, step, (encoded, source_mask, caches, cross)
         )
-        log_probs = _force_eos_at_limit(log_probs, step, beam_limits)
+        log_probs = _restrict(log_probs, step, beam_limits)
         vocab = ops.shape(log_probs)[-1]
         candidates = alive_scores[:, :, None] + ops.reshape(log_probs, (batch, beams, -1))
         scores, flat = ops.top_k(ops.reshape(candidates, (batch, -1)), 2 * beams)  # (B, 2K)
         origin = ops.cast(flat // vocab, "int32")  # (B, 2K): which live hypothesis
         token = ops.cast(flat % vocab, "int32")
         grown = _gather_beams(alive, origin, batch, beams)  # (B*2K, L + 1)
-        grown = ops.slice_update(grown, [0, step + 1], ops.reshape(token, (-1, 1)))
+        grown = write_positions(grown, step + 1, ops.reshape(token, (-1, 1)))
         ends = ops.logical_or(ops.equal(token, EOS_ID), scores <= _NEG_INF / 2)
 
         # Live: the best K candidates that did not end.
@@ -259,6 +297,8 @@ def beam_search(
         done_tokens = ops.take_along_axis(
             pool_tokens, ops.cast(best, "int32")[:, :, None], axis=1
         )  # (B, K, L + 1)
+        done_scores = ops.where(sentence_done, old_scores, done_scores)
+        done_tokens = ops.where(sentence_done[:, :, None], old_tokens, done_tokens)
         return step + 1, alive, live_scores, done_tokens, done_scores, caches
 
     _, alive, alive_scores, done_tokens, done_scores, _ = ops.while_loop(

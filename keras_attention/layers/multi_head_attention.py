@@ -9,6 +9,7 @@ from keras_attention import masks
 from keras_attention.layers.initializers import clone_initializer
 from keras_attention.layers.output_spec import output_spec
 from keras_attention.layers.scaled_dot_product_attention import scaled_dot_product_attention
+from keras_attention.layers.sequence_buffer import write_positions
 from keras_attention.layers.validation import check_positive_int, check_rate
 
 
@@ -247,11 +248,12 @@ class MultiHeadAttention(keras.layers.Layer):
         elif cache_update_index is None:
             key_heads, value_heads = cache[:, 0], cache[:, 1]  # (B, Tk, N, H)
         else:
-            start = [0, cache_update_index, 0, 0]
             new_keys = _split_heads(self.key_dense, key)  # (B, Tq, N, H)
             new_values = _split_heads(self.value_dense, value)  # (B, Tq, N, H)
-            key_heads = ops.slice_update(cache[:, 0], start, new_keys)  # (B, S, N, H)
-            value_heads = ops.slice_update(cache[:, 1], start, new_values)  # (B, S, N, H)
+            key_heads = write_positions(cache[:, 0], cache_update_index, new_keys)  # (B, S, N, H)
+            value_heads = write_positions(
+                cache[:, 1], cache_update_index, new_values
+            )  # (B, S, N, H)
             cache = ops.stack([key_heads, value_heads], axis=1)  # (B, 2, S, N, H)
         key_length = ops.shape(key_heads)[1]
         # In incremental decoding the keys are the cache; padding masks of this call's
