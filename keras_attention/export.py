@@ -1,12 +1,14 @@
 """The translator as a SavedModel for TensorFlow Serving: strings in, strings out.
 
 The `serving_default` signature takes `sentences` (a batch of `tf.string`) and returns
-`translations` (`tf.string`) and `scores` (`float32`, the length-penalised beam score). The
+`translations` (`tf.string`) and `scores` (`float32`, the length-penalised beam score; the
+sum of log-probabilities for greedy search, `beam_size=1`). The
 subword tokenizer (tensorflow-text), beam search and detokenizer are all in the graph; only
 TensorFlow and tensorflow-text ops are used, so TF Serving (which links both) runs it with
 no Python.
 """
 
+import numbers
 import os
 import re
 import shutil
@@ -24,6 +26,12 @@ SIGNATURE_KEY = "serving_default"
 SENTENCES_SPEC = tf.TensorSpec([None], tf.string, name="sentences")
 
 
+def _check_int(name: str, value, minimum: int) -> None:
+    """Raises `ValueError` naming `name` unless `value` is an integer (not a bool) >= `minimum`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {name}={value!r}")
+
+
 class Translator(tf.Module):
     """A trained `Transformer` and its tokenizer: raw sentences in, translations out.
 
@@ -39,10 +47,14 @@ class Translator(tf.Module):
         max_source_length: the longest source kept, in tokens (EOS included).
         extra_length: outputs may be `extra_length` tokens longer than their source.
 
+    Raises:
+        ValueError: naming the argument, if `beam_size` < 1, `max_source_length` < 2 or
+            `extra_length` < 0, or one of them is not an integer.
+
     Example:
 
     >>> translator = Translator(model, tokenizer, beam_size=4)
-    >>> translator(tf.constant(["A man rides a bike."]))["translations"]
+    >>> translator.translate(tf.constant(["A man rides a bike."]))["translations"]
     """
 
     def __init__(
@@ -55,10 +67,9 @@ class Translator(tf.Module):
         extra_length: int = DEFAULT_EXTRA_LENGTH,
     ):
         super().__init__(name="translator")
-        if beam_size < 1:
-            raise ValueError(f"beam_size must be >= 1; got beam_size={beam_size}")
-        if max_source_length < 2:
-            raise ValueError(f"max_source_length must be >= 2; got {max_source_length}")
+        _check_int("beam_size", beam_size, 1)
+        _check_int("max_source_length", max_source_length, 2)
+        _check_int("extra_length", extra_length, 0)
         self.model = model
         self.tokenizer = tokenizer
         self.beam_size = beam_size
@@ -120,6 +131,26 @@ def _next_version(export_dir: Path) -> int:
     return max(versions, default=0) + 1
 
 
+def _move_into_place(staging: Path, target: Path, overwrite: bool) -> None:
+    """Renames the complete `staging/model` to `target`.
+
+    An old version being overwritten is first renamed into `staging` (deleted with it), so
+    the version folder is missing only between two renames, and is never half-written. A
+    version folder that appeared meanwhile (another export) raises `FileExistsError`.
+    """
+    if overwrite and target.exists():
+        os.replace(target, staging / "old")
+    try:
+        os.rename(staging / "model", target)
+    except OSError as error:
+        if (staging / "old").exists():
+            os.replace(staging / "old", target)  # puts the old version back
+            raise
+        if target.exists():
+            raise FileExistsError(f"{target} was created by another export") from error
+        raise
+
+
 def export_translator(
     translator: Translator,
     export_dir: str | os.PathLike,
@@ -140,14 +171,18 @@ def export_translator(
         version: the version number; default one more than the highest present (or 1).
         overwrite: replace an existing version (otherwise `FileExistsError`).
 
+    Raises:
+        ValueError: if `version` is not a non-negative integer (nothing is written).
+        FileExistsError: if the version exists and `overwrite` is false.
+
     Returns:
         The path of the version folder.
     """
+    if version is not None:
+        _check_int("version", version, 0)
     export_dir = Path(export_dir)
     export_dir.mkdir(parents=True, exist_ok=True)
     version = _next_version(export_dir) if version is None else version
-    if not isinstance(version, int) or version < 0:
-        raise ValueError(f"version must be a non-negative integer; got version={version!r}")
     target = export_dir / str(version)
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} exists; pass overwrite=True or another version")
@@ -160,9 +195,7 @@ def export_translator(
             SIGNATURE_KEY, translator.translate_graph, input_signature=[SENTENCES_SPEC]
         )
         archive.write_out(str(staging / "model"), verbose=False)
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging / "model", target)
+        _move_into_place(staging, target, overwrite)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
