@@ -1,11 +1,14 @@
 """Translating a test set and scoring it with sacreBLEU (BLEU and chrF, with signatures)."""
 
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import sacrebleu
 import tensorflow as tf
+
+from keras_attention.export import Translator, load_exported
 
 
 @dataclasses.dataclass
@@ -43,7 +46,7 @@ def score(hypotheses: Sequence[str], references: Sequence[str]) -> Scores:
     Raises:
         ValueError: if the lists differ in length or are empty.
     """
-    if len(hypotheses) != len(references) or not hypotheses:
+    if len(hypotheses) != len(references) or len(hypotheses) == 0:
         raise ValueError(
             "hypotheses and references must be non-empty and of equal length; got "
             f"{len(hypotheses)} hypotheses and {len(references)} references"
@@ -79,7 +82,12 @@ def translate_all(
 
     Returns:
         `(translations, scores)` in the order of `sentences`.
+
+    Raises:
+        ValueError: if `batch_size` < 1.
     """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1; got batch_size={batch_size}")
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
     translations: list[str] = [""] * len(sentences)
     scores = np.zeros(len(sentences), "float32")
@@ -92,3 +100,47 @@ def translate_all(
             translations[index] = text.decode("utf-8")
             scores[index] = value
     return translations, scores
+
+
+def load_translate_function(
+    run_dir: str | os.PathLike | None = None,
+    saved_model: str | os.PathLike | None = None,
+    model_file: str = "model.keras",
+    beam_size: int = 4,
+    alpha: float = 0.6,
+) -> Callable:
+    """The translate function of a run folder's model or of an exported SavedModel.
+
+    The result is called as `translate(sentences=tf.constant([...]))`, as `translate_all`
+    does, and returns `{"translations": ..., "scores": ...}`.
+
+    Args:
+        run_dir: a folder written by `train_translator` (its `model_file` and tokenizer).
+        saved_model: an exported version folder (`export/1`); give this or `run_dir`.
+        model_file: the model's file in `run_dir`, e.g. `averaged.keras`.
+        beam_size: with `run_dir`: beam width; 1 means greedy search.
+        alpha: with `run_dir`: length-penalty exponent.
+
+    Raises:
+        ValueError: unless exactly one of `run_dir` and `saved_model` is given.
+        FileNotFoundError: naming the missing file.
+    """
+    if (run_dir is None) == (saved_model is None):
+        raise ValueError(
+            f"give exactly one of run_dir and saved_model; got run_dir={run_dir!r}, "
+            f"saved_model={saved_model!r}"
+        )
+    if saved_model is not None:
+        return load_exported(saved_model)
+    # Imported here: `translation_run` imports this module.
+    from keras_attention.translation_run import load_run
+
+    model, tokenizer = load_run(run_dir, model_file)
+    translator = Translator(model, tokenizer, beam_size, alpha)
+
+    def translate(sentences):
+        # A closure, not the bound `translator.translate`: a `tf.function` method holds only
+        # a weak reference to its object, which would be collected once this returns.
+        return translator.translate(sentences)
+
+    return translate

@@ -8,9 +8,6 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from keras_attention.training.checkpoints import average_checkpoints, last_checkpoints
-from keras_attention.translation_run import load_run
-
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -18,9 +15,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--last", type=int, default=5, help="how many checkpoints to average")
     parser.add_argument("--output", default=None, help="default: RUN_DIR/averaged.keras")
     args = parser.parse_args(argv)
-    model, _ = load_run(args.run_dir)
-    paths = last_checkpoints(os.path.join(args.run_dir, "checkpoints"), args.last)
-    average_checkpoints(model, paths)
+    # Imported once the arguments are read, so that --help and argument errors are instant.
+    from keras_attention.training.checkpoints import average_checkpoints, last_checkpoints
+    from keras_attention.translation_run import load_run
+
+    try:
+        model, _ = load_run(args.run_dir)
+        paths = last_checkpoints(os.path.join(args.run_dir, "checkpoints"), args.last)
+        average_checkpoints(model, paths)
+    except (OSError, ValueError) as error:  # a missing file, too few or foreign checkpoints
+        parser.error(str(error))
     output = args.output or os.path.join(args.run_dir, "averaged.keras")
     model.save(output)
     print(f"averaged {len(paths)} checkpoints ({paths[0].name} .. {paths[-1].name}) -> {output}")

@@ -2,6 +2,8 @@
 
 echo "A man rides a bike." | python tools/translate.py --run-dir runs/translator
 python tools/translate.py --saved-model runs/translator/export/1 sentences.txt
+
+Prints one translation per input line, in order (an empty line translates to an empty line).
 """
 
 import argparse
@@ -9,10 +11,6 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from keras_attention.evaluation import translate_all
-from keras_attention.export import Translator, load_exported
-from keras_attention.translation_run import load_run
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -24,19 +22,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model-file", default="model.keras", help="with --run-dir")
     parser.add_argument("--beam-size", type=int, default=4, help="with --run-dir; 1 = greedy")
     parser.add_argument("--alpha", type=float, default=0.6, help="with --run-dir")
+    parser.add_argument("--batch-size", type=int, default=64, help="sentences per call")
     parser.add_argument("--scores", action="store_true", help="print the score before each line")
     args = parser.parse_args(argv)
-    if args.saved_model:
-        translate = load_exported(args.saved_model)
-    else:
-        model, tokenizer = load_run(args.run_dir, args.model_file)
-        translate = Translator(model, tokenizer, args.beam_size, args.alpha).translate
-    lines = []
-    for name in args.files or ["-"]:
-        handle = sys.stdin if name == "-" else open(name, encoding="utf-8")  # noqa: SIM115
-        with handle:
-            lines += [line.rstrip("\n") for line in handle]
-    translations, scores = translate_all(translate, lines)
+    # Imported once the arguments are read, so that --help and argument errors are instant.
+    from keras_attention.evaluation import load_translate_function, translate_all
+
+    try:
+        lines = []
+        for name in args.files or ["-"]:
+            handle = sys.stdin if name == "-" else open(name, encoding="utf-8")  # noqa: SIM115
+            with handle:
+                lines += [line.rstrip("\r\n") for line in handle]
+        translate = load_translate_function(
+            args.run_dir, args.saved_model, args.model_file, args.beam_size, args.alpha
+        )
+        translations, scores = translate_all(translate, lines, args.batch_size)
+    except (OSError, ValueError) as error:
+        parser.error(str(error))
     for text, value in zip(translations, scores, strict=True):
         print(f"{value:.4f}\t{text}" if args.scores else text)
 

@@ -2,9 +2,11 @@
 
 import os
 import re
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+import h5py
 import keras
 import numpy as np
 
@@ -12,11 +14,16 @@ import numpy as np
 def last_checkpoints(directory: str | os.PathLike, count: int) -> list[Path]:
     """The `count` most recent `epoch_NNN.weights.h5` files in `directory`, oldest first.
 
+    "Most recent" is by epoch number (`epoch_1000` comes after `epoch_999`).
+
     Raises:
         ValueError: if `count` < 1 or the folder holds fewer checkpoints.
+        FileNotFoundError: if the folder does not exist.
     """
     if count < 1:
         raise ValueError(f"count must be >= 1; got count={count}")
+    if not Path(directory).is_dir():
+        raise FileNotFoundError(f"no checkpoint folder {directory}")
     found = sorted(
         (int(match.group(1)), path)
         for path in Path(directory).glob("epoch_*.weights.h5")
@@ -25,6 +32,48 @@ def last_checkpoints(directory: str | os.PathLike, count: int) -> list[Path]:
     if len(found) < count:
         raise ValueError(f"asked for the last {count} checkpoints; {directory} holds {len(found)}")
     return [path for _, path in found[-count:]]
+
+
+def _layout(path: str | os.PathLike) -> dict[str, tuple[int, ...]]:
+    """The shape of every array in a `.weights.h5` file, by its path in the file."""
+    layout = {}
+
+    def visit(name: str, item) -> None:
+        if isinstance(item, h5py.Dataset):
+            layout[name] = item.shape
+
+    with h5py.File(path, "r") as file:
+        file.visititems(visit)
+    return layout
+
+
+def _check_layouts(model: keras.Model, paths: Sequence[str | os.PathLike]) -> None:
+    """Raises `ValueError` unless every checkpoint holds exactly `model`'s weights.
+
+    `load_weights` alone is not enough: it silently ignores the weights of layers the model
+    lacks (a deeper encoder, an untied embedding).
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        reference = Path(folder) / "model.weights.h5"
+        model.save_weights(reference)
+        expected = _layout(reference)
+    for path in paths:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"no checkpoint file {path}")
+        found = _layout(path)
+        if found == expected:
+            continue
+        missing = sorted(expected.keys() - found.keys())
+        extra = sorted(found.keys() - expected.keys())
+        reshaped = sorted(k for k in expected.keys() & found.keys() if expected[k] != found[k])
+        details = [
+            f"{label} ({len(names)}): {names[0]}{', ...' if len(names) > 1 else ''}"
+            for label, names in (("missing", missing), ("unexpected", extra))
+            if names
+        ] + [f"shape {found[k]} instead of {expected[k]} for {k}" for k in reshaped[:1]]
+        raise ValueError(
+            f"checkpoint {path} does not match the model's architecture: " + "; ".join(details)
+        )
 
 
 def average_checkpoints(model: keras.Model, paths: Sequence[str | os.PathLike]) -> keras.Model:
@@ -38,9 +87,15 @@ def average_checkpoints(model: keras.Model, paths: Sequence[str | os.PathLike]) 
 
     Returns:
         `model`, holding the averaged weights.
+
+    Raises:
+        ValueError: if `paths` is empty or a checkpoint does not hold exactly the model's
+            weights (naming the checkpoint).
+        FileNotFoundError: naming a missing checkpoint.
     """
     if not paths:
         raise ValueError("paths must name at least one checkpoint")
+    _check_layouts(model, paths)
     total = None
     for path in paths:
         model.load_weights(str(path))

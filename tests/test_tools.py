@@ -1,0 +1,207 @@
+"""The command-line tools on one tiny trained run: averaging, export, translation, evaluation.
+
+Every tool runs as a subprocess, as a user would run it. The run folder is trained once per
+module (about 15 s); the tools are TensorFlow-only, so they always run on TensorFlow.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import sacrebleu
+
+import keras_attention  # noqa: F401 (registers the classes that load_model reads)
+from keras_attention.data.datasets import load_corpus
+from tests.test_train_tool import ROOT, train_command
+
+# Each tool with an option of its own that its --help must list.
+TOOLS = {
+    "average_checkpoints": "--last",
+    "export": "--overwrite",
+    "translate": "--scores",
+    "evaluate": "--hypotheses",
+}
+SENTENCES = [
+    "A man rides a bike.",
+    "",
+    "Two dogs play in the park today.",
+    "Die Katze schläft.",
+    "The woman eats an apple.",
+]
+TENSORFLOW_ENV = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
+SCORE_LINE = re.compile(r"(-?\d+\.\d{4})\t(.*)")
+
+
+def run_tool(tool: str, *args: str | Path, stdin: str = "", timeout: int = 300):
+    """Runs `tools/<tool>.py` with `args` on TensorFlow; returns the finished process."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *map(str, args)],
+        input=stdin, capture_output=True, text=True, timeout=timeout, env=TENSORFLOW_ENV,
+        check=False,
+    )  # fmt: skip
+
+
+def run_ok(tool: str, *args: str | Path, stdin: str = "") -> str:
+    """Runs a tool that must succeed; returns its stdout."""
+    done = run_tool(tool, *args, stdin=stdin)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def output_lines(stdout: str) -> list[str]:
+    """The lines printed, empty ones included (`splitlines` would also split at U+2028)."""
+    assert stdout.endswith("\n")
+    return stdout[:-1].split("\n")
+
+
+def scored_lines(stdout: str) -> tuple[list[float], list[str]]:
+    """Splits `--scores` output into the scores and the translations."""
+    matches = [SCORE_LINE.fullmatch(line) for line in output_lines(stdout)]
+    assert all(matches), stdout
+    return [float(m.group(1)) for m in matches], [m.group(2) for m in matches]
+
+
+def checkpoint_weights(run_dir: Path, epoch: int) -> list[np.ndarray]:
+    model = keras.models.load_model(run_dir / "model.keras")
+    model.load_weights(run_dir / "checkpoints" / f"epoch_{epoch:03d}.weights.h5")
+    return model.get_weights()
+
+
+def check_evaluation_output(stdout: str, hypotheses_file: Path, count: int, seed: int) -> None:
+    """Score lines with signatures, then JSON equal to sacreBLEU of the hypotheses written
+    against the first `count` references of the generated test split of `seed`."""
+    lines = output_lines(stdout)
+    assert lines[0] == f"generated test split (seed {seed}): {count} sentences"
+    assert re.fullmatch(r"BLEU \d+\.\d\d  \(.*case:mixed.*tok:13a.*\)", lines[1])
+    assert re.fullmatch(r"chrF \d+\.\d\d  \(.*case:mixed.*\)", lines[2])
+    assert re.fullmatch(r"BLEU \(lowercased\) \d+\.\d\d  \(.*case:lc.*tok:13a.*\)", lines[3])
+    values = json.loads(lines[4])
+    assert set(values) == {"bleu", "chrf", "bleu_lc"}
+    assert all(0.0 <= value <= 100.0 for value in values.values())
+    hypotheses = output_lines(hypotheses_file.read_text(encoding="utf-8"))
+    assert len(hypotheses) == count
+    references = load_corpus("generated", seed=seed)["test"][1][:count]
+    expected = sacrebleu.corpus_chrf(hypotheses, [references]).score
+    assert values["chrf"] == pytest.approx(expected, abs=1e-9)
+    expected = sacrebleu.corpus_bleu(hypotheses, [references], tokenize="13a").score
+    assert values["bleu"] == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    output_dir = tmp_path_factory.mktemp("run")
+    done = subprocess.run(
+        train_command(output_dir, 3, "--no-export"),
+        capture_output=True, text=True, timeout=600, env=TENSORFLOW_ENV, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return output_dir
+
+
+@pytest.fixture(scope="module")
+def saved_model(run_dir: Path) -> Path:
+    """The run exported once, with beam size 2, as version 1."""
+    stdout = run_ok("export", run_dir, "--beam-size", "2")
+    assert stdout == f"exported {run_dir / 'export' / '1'}\n"
+    assert (run_dir / "export" / "1" / "saved_model.pb").is_file()
+    return run_dir / "export" / "1"
+
+
+@pytest.mark.parametrize(("tool", "option"), TOOLS.items())
+def test_help(tool: str, option: str):
+    stdout = run_ok(tool, "--help")
+    assert stdout.startswith(f"usage: {tool}.py")
+    assert option in stdout
+
+
+def test_average_checkpoints_writes_the_mean_of_the_last_two(run_dir: Path):
+    stdout = run_ok("average_checkpoints", run_dir, "--last", "2")
+    output = run_dir / "averaged.keras"
+    assert "averaged 2 checkpoints (epoch_002.weights.h5 .. epoch_003.weights.h5)" in stdout
+    averaged = keras.models.load_model(output).get_weights()
+    second, third = checkpoint_weights(run_dir, 2), checkpoint_weights(run_dir, 3)
+    assert len(averaged) == len(second) == len(third)
+    for weight, a, b in zip(averaged, second, third, strict=True):
+        expected = ((a.astype(np.float64) + b.astype(np.float64)) / 2).astype(np.float32)
+        np.testing.assert_allclose(weight, expected, rtol=1e-7, atol=1e-7)
+    assert any(not np.allclose(w, b) for w, b in zip(averaged, third, strict=True))
+
+
+def test_export_takes_the_next_version_and_keeps_existing_ones(run_dir: Path, saved_model: Path):
+    first_files = sorted(p.relative_to(saved_model) for p in saved_model.rglob("*"))
+    stdout = run_ok("export", run_dir, "--beam-size", "2")
+    assert stdout == f"exported {run_dir / 'export' / '2'}\n"
+    assert (run_dir / "export" / "2" / "saved_model.pb").is_file()
+    assert sorted(p.relative_to(saved_model) for p in saved_model.rglob("*")) == first_files
+
+    done = run_tool("export", run_dir, "--version", "1")
+    assert done.returncode != 0
+    assert f"{saved_model} exists" in done.stderr and "--overwrite" in done.stderr
+    assert sorted(p.name for p in (run_dir / "export").iterdir()) == ["1", "2"]
+
+
+def test_translate_from_a_run_and_from_its_saved_model_agree(
+    run_dir: Path, saved_model: Path, tmp_path: Path
+):
+    text = "".join(line + "\n" for line in SENTENCES)
+    (tmp_path / "input.txt").write_text(text, encoding="utf-8")
+    run_scores, run_texts = scored_lines(
+        run_ok("translate", "--run-dir", run_dir, "--beam-size", "2", "--scores", stdin=text)
+    )
+    saved_scores, saved_texts = scored_lines(
+        run_ok("translate", "--saved-model", saved_model, "--scores", tmp_path / "input.txt")
+    )
+    assert len(run_texts) == len(SENTENCES)
+    assert saved_texts == run_texts
+    np.testing.assert_allclose(saved_scores, run_scores, atol=1e-3)
+    assert run_texts[1] == "" and run_scores[1] == 0.0  # the empty line
+    assert all(score < 0.0 for index, score in enumerate(run_scores) if index != 1)
+    plain = run_ok("translate", "--saved-model", saved_model, tmp_path / "input.txt")
+    assert output_lines(plain) == saved_texts
+
+
+def test_evaluate_a_run_on_its_own_whole_test_split(run_dir: Path, tmp_path: Path):
+    # A copy of the run whose config.json names seed 7: the tool must score it on the test
+    # split of seed 7 (that of the run), not on that of the default seed.
+    copy = tmp_path / "run"
+    copy.mkdir()
+    for name in ("model.keras", "tokenizer.model"):
+        shutil.copy(run_dir / name, copy / name)
+    config = json.loads((run_dir / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps({**config, "seed": 7}))
+    hypotheses = tmp_path / "hypotheses.txt"
+    stdout = run_ok("evaluate", "--run-dir", copy, "--beam-size", "2",
+                    "--hypotheses", hypotheses)  # fmt: skip
+    count = len(load_corpus("generated", seed=7)["test"][0])
+    check_evaluation_output(stdout, hypotheses, count, seed=7)
+
+
+def test_evaluate_a_saved_model_on_part_of_the_test_split(saved_model: Path, tmp_path: Path):
+    hypotheses = tmp_path / "hypotheses.txt"
+    stdout = run_ok("evaluate", "--saved-model", saved_model, "--limit", "20",
+                    "--hypotheses", hypotheses)  # fmt: skip
+    check_evaluation_output(stdout, hypotheses, 20, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("average_checkpoints", ["{run}"]),
+        ("export", ["{run}"]),
+        ("translate", ["--run-dir", "{run}"]),
+        ("evaluate", ["--run-dir", "{run}"]),
+    ],
+)
+def test_a_missing_run_folder_is_named(tmp_path: Path, tool: str, args: list[str]):
+    run = tmp_path / "no_such_run"
+    done = run_tool(tool, *(arg.format(run=run) for arg in args), stdin="A man.\n")
+    assert done.returncode != 0
+    assert str(run / "model.keras") in done.stderr
+    assert "Traceback" not in done.stderr
