@@ -19,9 +19,12 @@ def write_positions(buffer, start, update):
         A new tensor shaped like `buffer`.
     """
     length = ops.shape(buffer)[1]
+    shape = [1, length] + [1] * (len(buffer.shape) - 2)
+    if update.shape[1] == 1:  # one position (a decoding step): broadcast, no gather
+        at = ops.equal(ops.arange(length, dtype="int32"), ops.cast(start, "int32"))
+        return ops.where(ops.reshape(at, shape), ops.cast(update, buffer.dtype), buffer)
     count = ops.shape(update)[1]
     offsets = ops.arange(length, dtype="int32") - ops.cast(start, "int32")  # (S,)
     inside = ops.logical_and(offsets >= 0, offsets < count)
     gathered = ops.take(update, ops.clip(offsets, 0, count - 1), axis=1)  # (B, S, ...)
-    shape = [1, length] + [1] * (len(buffer.shape) - 2)
     return ops.where(ops.reshape(inside, shape), ops.cast(gathered, buffer.dtype), buffer)
