@@ -250,11 +250,9 @@ class MultiHeadAttention(keras.layers.Layer):
         else:
             new_keys = _split_heads(self.key_dense, key)  # (B, Tq, N, H)
             new_values = _split_heads(self.value_dense, value)  # (B, Tq, N, H)
-            key_heads = write_positions(cache[:, 0], cache_update_index, new_keys)  # (B, S, N, H)
-            value_heads = write_positions(
-                cache[:, 1], cache_update_index, new_values
-            )  # (B, S, N, H)
-            cache = ops.stack([key_heads, value_heads], axis=1)  # (B, 2, S, N, H)
+            new = ops.stack([new_keys, new_values], axis=1)  # (B, 2, Tq, N, H)
+            cache = write_positions(cache, cache_update_index, new, axis=2)  # (B, 2, S, N, H)
+            key_heads, value_heads = cache[:, 0], cache[:, 1]  # (B, S, N, H)
         key_length = ops.shape(key_heads)[1]
         # In incremental decoding the keys are the cache; padding masks of this call's
         # keys do not describe it, so they are not applied.

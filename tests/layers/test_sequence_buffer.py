@@ -28,3 +28,13 @@ def test_integer_buffers_keep_their_dtype():
     result = write_positions(buffer, 1, np.array([[7], [8]], "int32"))
     np.testing.assert_array_equal(to_numpy(result), [[0, 7, 0, 0], [0, 8, 0, 0]])
     assert keras.backend.standardize_dtype(result.dtype) == "int32"
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_writes_along_another_axis(count: int):
+    rng = np.random.default_rng(1)
+    buffer = rng.normal(size=(2, 2, 6, 3)).astype("float32")
+    update = rng.normal(size=(2, 2, count, 3)).astype("float32")
+    want = buffer.copy()
+    want[:, :, 3 : 3 + count] = update
+    np.testing.assert_array_equal(to_numpy(write_positions(buffer, 3, update, axis=2)), want)
