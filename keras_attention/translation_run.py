@@ -14,6 +14,7 @@ from pathlib import Path
 
 import keras
 
+from keras_attention.cluster import barrier, is_chief
 from keras_attention.data.datasets import load_corpus
 from keras_attention.data.pipeline import encode_pairs, make_batches
 from keras_attention.data.tokenizer import SubwordTokenizer
@@ -74,6 +75,8 @@ class TrainConfig:
             15-30 s (see `tools/benchmark.py train`).
         mixed_precision: `None`, `"mixed_float16"` or `"mixed_bfloat16"`.
         seed: seed of the corpus, the shuffling and the initial weights.
+        connect_timeout: seconds the workers of a multi-worker `TF_CONFIG` cluster wait for
+            each other to join before failing.
     """
 
     output_dir: str = "runs/translator"
@@ -93,6 +96,7 @@ class TrainConfig:
     jit_compile: bool | None = None
     mixed_precision: str | None = None
     seed: int = 0
+    connect_timeout: float = 300.0
 
     def resolved(self) -> "TrainConfig":
         """A copy with every `None` field that has a dataset default filled in."""
@@ -132,6 +136,10 @@ class TrainResult:
         test_metrics: loss, masked token accuracy and perplexity on the test split.
         model_path: the final `.keras` file.
         config: the settings used (dataset defaults filled in).
+        output_dir: the folder this process wrote: `config.output_dir`, except on the
+            non-chief workers of a cluster, which write to a temporary folder that
+            `cleanup()` removes.
+        is_chief: whether this process is the one that writes `config.output_dir`.
     """
 
     model: Transformer
@@ -140,6 +148,13 @@ class TrainResult:
     test_metrics: dict
     model_path: Path
     config: TrainConfig
+    output_dir: Path
+    is_chief: bool = True
+
+    def cleanup(self) -> None:
+        """Removes a non-chief worker's temporary folder; nothing on the chief."""
+        if not self.is_chief:
+            shutil.rmtree(self.output_dir, ignore_errors=True)
 
 
 def _resolve_jit(jit_compile: bool | None) -> bool:
@@ -165,14 +180,16 @@ def _save_model_atomically(model: keras.Model, path: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _tokenizer_for(output_dir: Path, sources: list[str], targets: list[str], size: int):
-    """The run's tokenizer: the saved one when resuming, else a new one learned and saved."""
+def _tokenizer_for(
+    output_dir: Path, sources: list[str], targets: list[str], size: int, strategy
+) -> SubwordTokenizer:
+    """The run's tokenizer: the saved one when resuming, else a new one learned and saved by
+    the chief, which the other workers then read."""
     path = output_dir / "tokenizer.model"
-    if path.exists():
-        return SubwordTokenizer.load(path)
-    tokenizer = SubwordTokenizer.train(sources + targets, size)
-    tokenizer.save(path)
-    return tokenizer
+    if is_chief(strategy) and not path.exists():
+        SubwordTokenizer.train(sources + targets, size).save(path)
+    barrier(strategy)
+    return SubwordTokenizer.load(path)
 
 
 def train_translator(config: TrainConfig) -> TrainResult:
@@ -180,6 +197,11 @@ def train_translator(config: TrainConfig) -> TrainResult:
 
     Killed and started again with the same `output_dir`, the run resumes from the last
     epoch backed up (`BackupAndRestore`).
+
+    With a multi-worker `TF_CONFIG`, run it on every worker with the same config (call it
+    before TensorFlow runs any op): `output_dir` must be on storage that every worker sees;
+    the chief writes it, the other workers read the tokenizer and the backup from it and
+    write their own files to a temporary folder (`TrainResult.cleanup()` removes it).
 
     Args:
         config: the run's settings.
@@ -189,17 +211,31 @@ def train_translator(config: TrainConfig) -> TrainResult:
     """
     config = config.resolved()
     config.validate()
+    # First, because a multi-worker strategy must exist before TensorFlow runs any op.
+    strategy = get_strategy(config.devices, config.connect_timeout)
     output_dir = Path(config.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    _write_json(output_dir / "config.json", dataclasses.asdict(config))
+    chief = is_chief(strategy)
+    write_dir = output_dir if chief else Path(tempfile.mkdtemp(prefix="keras-attention-worker-"))
+    try:
+        return _train(config, strategy, output_dir, write_dir, chief)
+    except BaseException:
+        if not chief:
+            shutil.rmtree(write_dir, ignore_errors=True)
+        raise
+
+
+def _train(
+    config: TrainConfig, strategy, output_dir: Path, write_dir: Path, chief: bool
+) -> TrainResult:
+    _write_json(write_dir / "config.json", dataclasses.asdict(config))
     keras.utils.set_random_seed(config.seed)
 
     corpus = load_corpus(config.dataset, config.data_dir, seed=config.seed)
     if config.train_pairs is not None:
         sources, targets = corpus["train"]
         corpus["train"] = (sources[: config.train_pairs], targets[: config.train_pairs])
-    tokenizer = _tokenizer_for(output_dir, *corpus["train"], config.vocabulary_size)
-    strategy = get_strategy(config.devices)
+    tokenizer = _tokenizer_for(output_dir, *corpus["train"], config.vocabulary_size, strategy)
     replicas = strategy.num_replicas_in_sync
 
     def batches(split: str, shuffle: bool):
@@ -239,16 +275,18 @@ def train_translator(config: TrainConfig) -> TrainResult:
             train_data,
             validation_data=val_data,
             epochs=config.epochs,
-            callbacks=training_callbacks(output_dir),
+            callbacks=training_callbacks(write_dir, output_dir / "backup", is_chief=chief),
             verbose=2,
         )
         test_metrics = model.evaluate(test_data, return_dict=True, verbose=0)
     finally:
         keras.config.set_dtype_policy(previous_policy)
-    model_path = output_dir / "model.keras"
+    model_path = write_dir / "model.keras"
     _save_model_atomically(model, model_path)
-    _write_json(output_dir / "test_metrics.json", test_metrics)
-    return TrainResult(model, tokenizer, history.history, test_metrics, model_path, config)
+    _write_json(write_dir / "test_metrics.json", test_metrics)
+    return TrainResult(
+        model, tokenizer, history.history, test_metrics, model_path, config, write_dir, chief
+    )
 
 
 def load_run(output_dir: str | os.PathLike, model_file: str = "model.keras"):
@@ -294,10 +332,10 @@ def export_and_evaluate(
     a few test sentences with it and scores the whole test split with sacreBLEU.
 
     The export goes to `output_dir/export/<next version>/`; the scores are also written to
-    `output_dir/bleu.json`.
+    `output_dir/bleu.json` (`result.output_dir`: a temporary folder on non-chief workers).
     """
     config = result.config
-    output_dir = Path(config.output_dir)
+    output_dir = result.output_dir
     translator = Translator(
         result.model, result.tokenizer, beam_size, alpha, max_source_length=config.max_length
     )

@@ -6,6 +6,10 @@
 Everything lands in --output-dir: config.json, tokenizer.model, backup/ (a killed run started
 again resumes from there), checkpoints/, logs/ (TensorBoard), training_log.csv, model.keras and
 test_metrics.json.
+
+With TF_CONFIG set to a cluster of several workers, start the same command on every worker:
+they train together under MultiWorkerMirroredStrategy. The chief writes --output-dir (which
+must be on storage all workers see); the others write to temporary folders, removed at the end.
 """
 
 import argparse
@@ -18,7 +22,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from keras_attention.data.datasets import DATASETS
 from keras_attention.models.presets import PRESETS
-from keras_attention.translation_run import TrainConfig, export_and_evaluate, train_translator
+from keras_attention.translation_run import (
+    TrainConfig,
+    TrainResult,
+    export_and_evaluate,
+    train_translator,
+)
 
 DEFAULTS = TrainConfig()
 
@@ -79,6 +88,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool]:
     )
     parser.add_argument("--seed", type=int, default=DEFAULTS.seed)
     parser.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=DEFAULTS.connect_timeout,
+        help="seconds the workers of a TF_CONFIG cluster wait for each other to join",
+    )
+    parser.add_argument(
         "--export",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -109,6 +124,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool]:
         jit_compile=args.jit,
         mixed_precision=args.mixed_precision,
         seed=args.seed,
+        connect_timeout=args.connect_timeout,
     )
     return config, args.export
 
@@ -117,7 +133,18 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     config, export = parse_args(argv)
     result = train_translator(config)
-    print("config:", json.dumps(dataclasses.asdict(result.config)))
+    try:
+        report(result, export)
+    finally:
+        result.cleanup()
+
+
+def report(result: TrainResult, export: bool) -> None:
+    """Prints the run's results; exports, reloads and scores the translator if `export`."""
+    config = result.config
+    if not result.is_chief:
+        print("non-chief worker: its files went to a temporary folder, removed at the end")
+    print("config:", json.dumps(dataclasses.asdict(config)))
     print("test:", json.dumps({k: round(float(v), 4) for k, v in result.test_metrics.items()}))
     print("model:", result.model_path)
     if not export:

@@ -7,6 +7,7 @@ import numbers
 import numpy as np
 import tensorflow as tf
 
+from keras_attention.cluster import is_multi_worker
 from keras_attention.data.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
 
@@ -189,10 +190,20 @@ def make_batches(
         shuffle: reshuffle pairs and batches every epoch.
         seed: shuffling seed.
 
+    Under `MultiWorkerMirroredStrategy` the dataset is sharded by data
+    (`AutoShardPolicy.DATA`): every worker reads the whole corpus and builds the same global
+    batches (give a `seed` so that they shuffle alike), and `model.fit` hands each worker its
+    share of each global batch's rows. Sharding by file would need as many files as workers.
+
     Returns:
         A `tf.data.Dataset` of `((source, target_in), target_out)` int32 batches with a
         known cardinality.
     """
+    if shuffle and seed is None and is_multi_worker():
+        raise ValueError(
+            "shuffle=True needs a seed under a multi-worker TF_CONFIG: every worker must "
+            "build the same global batches"
+        )
     longest = int(encoded.lengths().max()) if encoded.num_pairs else 0
     if longest > max_length:
         raise ValueError(
@@ -225,4 +236,8 @@ def make_batches(
         dataset = dataset.shuffle(64, seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.map(lambda source, target_in, target_out: ((source, target_in), target_out))
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    # Across workers, every worker runs this whole pipeline (same seed, same batches) and
+    # keeps its share of the rows of each global batch.
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    return dataset.prefetch(tf.data.AUTOTUNE).with_options(options)

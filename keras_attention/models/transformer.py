@@ -7,10 +7,11 @@ from keras_attention import masks
 from keras_attention.layers import PositionalEmbedding, TransformerDecoder, TransformerEncoder
 from keras_attention.layers.validation import check_positive_int
 from keras_attention.models.presets import preset_config
+from keras_attention.training.multi_worker import MultiWorkerFitMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class Transformer(keras.Model):
+class Transformer(MultiWorkerFitMixin, keras.Model):
     """The Transformer of "Attention Is All You Need", Section 3 (Figure 1).
 
     Token ids in, next-token logits out: `call((source_ids, target_in_ids))`. Id 0 is padding
