@@ -86,13 +86,20 @@ def read_tf_config(environ: Mapping[str, str] | None = None) -> ClusterConfig | 
             f"TF_CONFIG cluster has jobs {unknown}; synchronous training uses only "
             f"{list(TRAINING_JOBS)}"
         )
+    for job, job_addresses in cluster.items():
+        if not isinstance(job_addresses, list) or not all(
+            isinstance(address, str) and ":" in address for address in job_addresses
+        ):
+            raise ValueError(
+                f'TF_CONFIG job {job!r} must list "host:port" strings; got {job_addresses!r}'
+            )
     task_type, task_index = task.get("type"), task.get("index", 0)
     if task_type not in cluster:
         raise ValueError(
             f"TF_CONFIG task type {task_type!r} is not a job of the cluster {sorted(cluster)}"
         )
     addresses = cluster[task_type]
-    if not isinstance(task_index, int) or not 0 <= task_index < len(addresses):
+    if type(task_index) is not int or not 0 <= task_index < len(addresses):
         raise ValueError(
             f"TF_CONFIG task index {task_index!r} is out of range for the {len(addresses)} "
             f"{task_type!r} tasks"

@@ -169,6 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the command to run after --")
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1; got {args.workers}")
     results = run_local_cluster(
         command, args.workers, args.timeout, intra_op_threads=args.intra_op_threads, capture=False
     )

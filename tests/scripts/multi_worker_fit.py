@@ -131,6 +131,7 @@ class EpochLog(keras.callbacks.Callback):
 
 
 model = tiny_model()
+initial = model.get_weights()
 report: dict = {"replicas": strategy.num_replicas_in_sync, "is_chief": is_chief(strategy)}
 if MODE == "fit":
     history = model.fit(batches(64, shuffle=False), epochs=1, verbose=0)
@@ -148,6 +149,10 @@ else:
     history = model.fit(batches(64, shuffle=True), epochs=4, verbose=0, callbacks=callbacks)
 report["history"] = history.history
 report["steps"] = int(model.optimizer.iterations.numpy())
+report["max_change"] = max(
+    float(np.max(np.abs(np.asarray(w) - w0)))
+    for w, w0 in zip(model.get_weights(), initial, strict=True)
+)
 np.savez(OUT / f"{NAME}.npz", *[np.asarray(w) for w in model.get_weights()])
 (OUT / f"{NAME}.json").write_text(json.dumps(report, default=float))
 print("done", NAME, flush=True)
