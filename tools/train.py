@@ -131,6 +131,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool]:
 
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    # TensorFlow's INFO lines (one per collective set up across workers) drown the run's own.
+    logging.getLogger("tensorflow").setLevel(logging.WARNING)
     config, export = parse_args(argv)
     result = train_translator(config)
     try:
