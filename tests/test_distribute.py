@@ -34,6 +34,17 @@ def test_fit_runs_to_completion_under_the_strategy(mirrored_run: dict):
     assert mirrored_run["steps"] == 12  # 2 epochs x 6 batches
 
 
+def test_replicas_draw_their_own_dropout_masks(mirrored_run: dict):
+    # Keras's Dropout drops the same units on every replica (a mirrored seed state) ...
+    assert mirrored_run["keras_dropout_masks_identical"]
+    # ... ReplicaDropout does not, keeps about half of the units on each, and replica 0
+    # draws the mask one device draws.
+    assert mirrored_run["replica_dropout_masks_differ"]
+    for kept in mirrored_run["replica_dropout_kept"]:
+        assert abs(kept - 0.5) < 0.05  # 2,048 draws: standard deviation 0.011
+    assert mirrored_run["replica_0_mask_is_keras_mask"]
+
+
 def test_default_strategy_for_one_device():
     assert get_strategy() is tf.distribute.get_strategy()
     assert get_strategy(["/cpu:0"]).num_replicas_in_sync == 1

@@ -3,6 +3,7 @@
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.positional_embedding import PositionalEmbedding
 from keras_attention.layers.positionwise_feed_forward import PositionwiseFeedForward
+from keras_attention.layers.replica_dropout import ReplicaDropout
 from keras_attention.layers.scaled_dot_product_attention import (
     ScaledDotProductAttention,
     masked_softmax,
@@ -18,6 +19,7 @@ __all__ = [
     "MultiHeadAttention",
     "PositionalEmbedding",
     "PositionwiseFeedForward",
+    "ReplicaDropout",
     "ScaledDotProductAttention",
     "SinusoidalPositionalEncoding",
     "TransformerDecoder",

@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_attention.layers.initializers import clone_initializer
+from keras_attention.layers.replica_dropout import ReplicaDropout
 from keras_attention.layers.sinusoidal_positional_encoding import SinusoidalPositionalEncoding
 from keras_attention.layers.validation import check_positive_float, check_positive_int, check_rate
 
@@ -88,7 +89,7 @@ class PositionalEmbedding(keras.layers.Layer):
         self.position_encoding = SinusoidalPositionalEncoding(
             max_wavelength, dtype=self.dtype_policy, name="position_encoding"
         )
-        self.embedding_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.embedding_dropout = ReplicaDropout(dropout, dtype=self.dtype_policy)
         self.supports_masking = True
 
     def build(self, input_shape):

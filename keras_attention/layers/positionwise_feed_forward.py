@@ -3,6 +3,7 @@
 import keras
 
 from keras_attention.layers.initializers import clone_initializer
+from keras_attention.layers.replica_dropout import ReplicaDropout
 from keras_attention.layers.validation import check_positive_int, check_rate
 
 
@@ -76,7 +77,7 @@ class PositionwiseFeedForward(keras.layers.Layer):
     def build(self, input_shape):
         output_dim = self.output_dim or input_shape[-1]
         self.inner_dense = self._dense(self.intermediate_dim, self.activation, "inner")
-        self.inner_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.inner_dropout = ReplicaDropout(self.dropout, dtype=self.dtype_policy)
         self.output_dense = self._dense(output_dim, None, "output")
         self.inner_dense.build(input_shape)
         self.output_dense.build((*tuple(input_shape[:-1]), self.intermediate_dim))

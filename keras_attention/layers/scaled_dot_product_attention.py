@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_attention import masks
+from keras_attention.layers import replica_dropout
 from keras_attention.layers.validation import check_positive_float, check_rate
 
 # Masked logits are replaced (not shifted) by this value, and the softmax is always computed
@@ -127,7 +128,7 @@ def scaled_dot_product_attention(
     weights = ops.cast(masked_softmax(scores, mask), query.dtype)  # (..., Tq, Tk)
     attended = weights
     if training and dropout > 0:
-        attended = keras.random.dropout(weights, dropout, seed=seed)
+        attended = replica_dropout.dropout(weights, dropout, seed=seed)
     output = ops.matmul(attended, ops.cast(value, attended.dtype))  # (..., Tq, d_v)
     if return_attention_scores:
         return output, weights

@@ -5,6 +5,7 @@ import keras
 from keras_attention.layers.initializers import clone_initializer
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.positionwise_feed_forward import PositionwiseFeedForward
+from keras_attention.layers.replica_dropout import ReplicaDropout
 from keras_attention.layers.validation import check_positive_float, check_positive_int, check_rate
 
 
@@ -94,7 +95,7 @@ class TransformerBlockBase(keras.layers.Layer):
         )
 
     def _make_dropout(self, name: str) -> keras.layers.Dropout:
-        return keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name=name)
+        return ReplicaDropout(self.dropout, dtype=self.dtype_policy, name=name)
 
     def _build_attention_sublayer(self, name: str, query_shape, value_shape) -> None:
         """Builds the attention sub-layer `name` with its `{name}_norm` and `{name}_dropout`."""

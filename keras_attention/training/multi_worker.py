@@ -59,11 +59,9 @@ def _build_from_local_batch(model, iterator=None, data_batch=None) -> None:
     strategy = model.distribute_strategy
     if iterator is not None:
         for _, _, distributed in iterator:
-            batch = next(distributed)
-            data_batch = keras.tree.map_structure(
-                lambda value: _local_value(strategy, value), batch
-            )
+            data_batch = next(distributed)
             break
+    data_batch = keras.tree.map_structure(lambda value: _local_value(strategy, value), data_batch)
     with strategy.scope():
         model._symbolic_build(data_batch=data_batch)
 

@@ -19,6 +19,7 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 import keras  # noqa: E402
 
 from keras_attention.distribute import get_strategy  # noqa: E402
+from keras_attention.layers import ReplicaDropout  # noqa: E402
 from keras_attention.models import Transformer  # noqa: E402
 from keras_attention.training import compile_with_paper_recipe  # noqa: E402
 
@@ -83,6 +84,22 @@ mirrored_weights = one_step(mirrored)
 difference = largest_difference(single_weights, mirrored_weights)
 moved = largest_difference(initial, single_weights)
 
+
+def replica_masks(layer: keras.layers.Layer) -> list:
+    """Each replica's dropout mask (1 kept, 0 dropped) over a batch of ones of equal shape."""
+
+    @tf.function
+    def masks():
+        return strategy.run(lambda: layer(tf.ones((64, 32)), training=True))
+
+    return [(np.asarray(m) != 0).astype(int) for m in strategy.experimental_local_results(masks())]
+
+
+with strategy.scope():
+    ours, keras_dropout = ReplicaDropout(0.5, seed=3), keras.layers.Dropout(0.5, seed=3)
+ours_masks, keras_masks = replica_masks(ours), replica_masks(keras_dropout)
+single_mask = np.asarray(keras.layers.Dropout(0.5, seed=3)(np.ones((64, 32)), training=True)) != 0
+
 with strategy.scope():
     mirrored = make_model(initial)
     compile_with_paper_recipe(mirrored, warmup_steps=10, jit_compile=False)
@@ -97,6 +114,10 @@ print(
             "fit_epochs": len(history.history["loss"]),
             "fit_loss_finite": bool(np.isfinite(history.history["loss"]).all()),
             "steps": int(mirrored.optimizer.iterations.numpy()),
+            "keras_dropout_masks_identical": bool((keras_masks[0] == keras_masks[1]).all()),
+            "replica_dropout_masks_differ": bool((ours_masks[0] != ours_masks[1]).any()),
+            "replica_dropout_kept": [float(m.mean()) for m in ours_masks],
+            "replica_0_mask_is_keras_mask": bool((ours_masks[0] == single_mask).all()),
         }
     )
 )
