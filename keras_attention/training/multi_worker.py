@@ -10,7 +10,7 @@ single-machine path for granted:
    that reduce is a collective all-reduce of a whole *structure* of per-replica tensors,
    which `CollectiveAllReduce` cannot take: the error above. (Were it to work, it would ship
    the batch over the network and need equal shapes on every worker.) Fixed here by reading
-   the shapes from this worker's first replica, with no communication.
+   the shapes from the dataset's element spec, with no communication and no batch drawn.
 2. After each step, the trainer reduces the step's logs with
    `strategy.reduce("MEAN", value, axis=0)` across workers, which fails for the scalar
    metrics every step returns ("Invalid reduction dimension 0 for input with 0
@@ -55,12 +55,14 @@ def _needs_fix(model) -> bool:
 
 
 def _build_from_local_batch(model, iterator=None, data_batch=None) -> None:
-    """Builds the model from this worker's first batch, without a cross-worker reduce."""
+    """Builds the model from the dataset's element spec (or this worker's part of
+    `data_batch`), without a cross-worker reduce and without drawing a batch."""
     strategy = model.distribute_strategy
     if iterator is not None:
-        for _, _, distributed in iterator:
-            data_batch = next(distributed)
-            break
+        # Shapes and dtypes are all the build needs. Unlike Keras, which draws a first batch
+        # with a throw-away iterator, this leaves the dataset's shuffling sequence alone, so a
+        # seeded run sees the same batches in the same order as on one device.
+        data_batch = iterator.data_adapter.get_tf_dataset().element_spec
     data_batch = keras.tree.map_structure(lambda value: _local_value(strategy, value), data_batch)
     with strategy.scope():
         model._symbolic_build(data_batch=data_batch)

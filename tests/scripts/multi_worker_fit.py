@@ -134,7 +134,8 @@ model = tiny_model()
 initial = model.get_weights()
 report: dict = {"replicas": strategy.num_replicas_in_sync, "is_chief": is_chief(strategy)}
 if MODE == "fit":
-    history = model.fit(batches(64, shuffle=False), epochs=1, verbose=0)
+    # Shuffled, over two epochs: a seeded run sees the same batches as one process.
+    history = model.fit(batches(64, shuffle=True), epochs=2, verbose=0)
     report["evaluate"] = model.evaluate(batches(24, shuffle=False), return_dict=True, verbose=0)
     # A shuffled epoch: all workers must shuffle alike for their shares to cover it.
     report["rows"], report["sources"] = epoch_of_shares(batches(64, shuffle=True))
