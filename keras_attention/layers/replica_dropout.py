@@ -10,24 +10,7 @@ Replica 0, one device, and the other backends get exactly Keras's masks.
 
 import keras
 
-# Added to the first seed word per replica index: far from the small counter that the second
-# word carries, so no two replicas' seed pairs ever meet.
-_REPLICA_SEED_STRIDE = 1_000_003
-
-
-def _replica_index():
-    """The replica's index in sync when a TensorFlow strategy with several replicas is running
-    this code in a replica; else `None`."""
-    if keras.backend.backend() != "tensorflow":
-        return None
-    import tensorflow as tf
-
-    if not tf.distribute.has_strategy() or tf.distribute.in_cross_replica_context():
-        return None
-    context = tf.distribute.get_replica_context()
-    if context is None or context.num_replicas_in_sync == 1:
-        return None
-    return context.replica_id_in_sync_group
+from keras_attention.training.replicas import replica_dropout
 
 
 def dropout(inputs, rate: float, seed=None, noise_shape=None):
@@ -43,23 +26,13 @@ def dropout(inputs, rate: float, seed=None, noise_shape=None):
     Returns:
         `inputs` with units dropped and the others scaled by `1 / (1 - rate)`.
     """
-    replica = _replica_index()
-    if replica is None or rate == 0 or seed is None:
-        return keras.random.dropout(inputs, rate, noise_shape=noise_shape, seed=seed)
-    import tensorflow as tf
-
-    pair = seed.next() if isinstance(seed, keras.random.SeedGenerator) else [seed, 0]
-    offset = tf.stack([tf.cast(replica, tf.int64) * _REPLICA_SEED_STRIDE, tf.constant(0, tf.int64)])
-    if noise_shape is not None:
-        noise_shape = tf.stack(
-            [
-                tf.shape(inputs)[axis] if size is None else size
-                for axis, size in enumerate(noise_shape)
-            ]
-        )
-    return tf.nn.experimental.stateless_dropout(
-        inputs, rate=rate, seed=tf.cast(pair, tf.int64) + offset, noise_shape=noise_shape
+    # `None` on one device and on the other backends: Keras's masks there.
+    dropped = (
+        None if rate == 0 or seed is None else replica_dropout(inputs, rate, seed, noise_shape)
     )
+    if dropped is None:
+        return keras.random.dropout(inputs, rate, noise_shape=noise_shape, seed=seed)
+    return dropped
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
