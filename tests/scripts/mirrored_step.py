@@ -17,6 +17,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
 import keras  # noqa: E402
+from tiny_transformer import tiny_transformer  # noqa: E402
 
 from keras_attention.distribute import get_strategy  # noqa: E402
 from keras_attention.layers import ReplicaDropout  # noqa: E402
@@ -32,16 +33,7 @@ def make_model(initial_weights=None) -> Transformer:
     SGD, because Adam's first step is lr * g / (|g| + 1e-9): it turns rounding noise in the
     near-zero gradients into full-size steps of either sign, so it cannot compare gradients.
     """
-    model = Transformer(
-        VOCAB,
-        num_encoder_layers=1,
-        num_decoder_layers=1,
-        d_model=16,
-        num_heads=2,
-        intermediate_dim=32,
-        dropout=0.0,
-    )
-    model.build()
+    model = tiny_transformer(VOCAB)
     if initial_weights is not None:
         model.set_weights(initial_weights)
     compile_with_paper_recipe(model, warmup_steps=10, jit_compile=False)

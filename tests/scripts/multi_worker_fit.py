@@ -38,6 +38,7 @@ else:
 NAME = "single" if CLUSTER is None else f"worker{CLUSTER.task_index}"
 
 import keras  # noqa: E402
+from tiny_transformer import tiny_transformer  # noqa: E402
 
 from keras_attention.data.pipeline import EncodedPairs, make_batches  # noqa: E402
 from keras_attention.models import Transformer  # noqa: E402
@@ -73,16 +74,7 @@ def batches(num_pairs: int, shuffle: bool) -> tf.data.Dataset:
 def tiny_model() -> Transformer:
     keras.utils.set_random_seed(0)
     with strategy.scope():
-        model = Transformer(
-            VOCAB,
-            num_encoder_layers=1,
-            num_decoder_layers=1,
-            d_model=16,
-            num_heads=2,
-            intermediate_dim=32,
-            dropout=0.0,
-        )
-        model.build()
+        model = tiny_transformer(VOCAB)
         compile_with_paper_recipe(model, warmup_steps=10, jit_compile=False)
         if MODE == "fit":
             # SGD: Adam's first steps turn rounding noise in near-zero gradients into
