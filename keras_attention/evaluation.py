@@ -6,9 +6,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import sacrebleu
+import sacremoses
 import tensorflow as tf
 
 from keras_attention.export import Translator, load_exported
+
+SCORE_NAMES = ("bleu", "chrf", "bleu_lowercase", "bleu_tokenized")
 
 
 @dataclasses.dataclass
@@ -18,15 +21,21 @@ class Scores:
     Attributes:
         bleu: sacreBLEU on detokenized, cased text (tokenizer 13a): the primary metric.
         chrf: chrF (character n-gram F-score).
-        bleu_lowercase: BLEU on lowercased text (tokenizer 13a), to set beside published
-            Multi30k figures, which are lowercased and tokenized.
+        bleu_lowercase: BLEU on lowercased text (tokenizer 13a).
+        bleu_tokenized: BLEU on lowercased, Moses-normalised and Moses-tokenized text (see
+            `moses_tokenize`), the convention of the published Multi30k figures.
         signatures: sacreBLEU's signature of each metric, for reproducibility.
     """
 
     bleu: float
     chrf: float
     bleu_lowercase: float
+    bleu_tokenized: float
     signatures: dict
+
+    def as_dict(self) -> dict:
+        """The four scores by name (`bleu`, `chrf`, `bleu_lowercase`, `bleu_tokenized`)."""
+        return {name: getattr(self, name) for name in SCORE_NAMES}
 
     def summary(self) -> str:
         """One line per metric, with its signature."""
@@ -36,12 +45,48 @@ class Scores:
                 f"chrF {self.chrf:.2f}  ({self.signatures['chrf']})",
                 f"BLEU (lowercased) {self.bleu_lowercase:.2f}  "
                 f"({self.signatures['bleu_lowercase']})",
+                f"BLEU (lowercased, Moses-tokenized) {self.bleu_tokenized:.2f}  "
+                f"({self.signatures['bleu_tokenized']})",
             ]
         )
 
 
-def score(hypotheses: Sequence[str], references: Sequence[str]) -> Scores:
+def moses_tokenize(lines: Sequence[str], language: str = "de") -> list[str]:
+    """Lowercases, normalises punctuation and tokenizes like the Moses scripts.
+
+    This is how Multi30k's `*.lc.norm.tok.*` files were made (`lowercase.perl |
+    normalize-punctuation.perl -l L | tokenizer.perl -l L`), with sacremoses, the Python port
+    of those scripts: on `test2016.de` it gives `test2016.lc.norm.tok.de` line for line.
+
+    Args:
+        lines: detokenized sentences.
+        language: their language code (`"de"`, `"en"`, ...).
+
+    Returns:
+        The tokenized lines, tokens separated by single spaces.
+    """
+    normalizer = sacremoses.MosesPunctNormalizer(lang=language)
+    tokenizer = sacremoses.MosesTokenizer(lang=language)
+    return [
+        tokenizer.tokenize(normalizer.normalize(line.lower()), return_str=True) for line in lines
+    ]
+
+
+def score(
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    language: str = "de",
+    tokenized_references: Sequence[str] | None = None,
+) -> Scores:
     """Scores translations against one reference each.
+
+    Args:
+        hypotheses: the translations, detokenized.
+        references: the references, detokenized.
+        language: the target language, for the Moses tokenizer.
+        tokenized_references: lowercased, Moses-tokenized references for `bleu_tokenized`
+            (such as Multi30k's `test2016.lc.norm.tok.de`); default: `references` run
+            through `moses_tokenize`.
 
     Raises:
         ValueError: if the lists differ in length or are empty.
@@ -54,18 +99,32 @@ def score(hypotheses: Sequence[str], references: Sequence[str]) -> Scores:
     bleu = sacrebleu.metrics.BLEU(tokenize="13a")
     chrf = sacrebleu.metrics.CHRF()
     bleu_lowercase = sacrebleu.metrics.BLEU(tokenize="13a", lowercase=True)
+    if tokenized_references is None:
+        tokenized_references = moses_tokenize(references, language)
+    elif len(tokenized_references) != len(references):
+        raise ValueError(
+            f"tokenized_references has {len(tokenized_references)} lines; references has "
+            f"{len(references)}"
+        )
+    bleu_tokenized = sacrebleu.metrics.BLEU(tokenize="none", force=True)
     refs = [list(references)]
     results = {
         "bleu": (bleu, bleu.corpus_score(list(hypotheses), refs)),
         "chrf": (chrf, chrf.corpus_score(list(hypotheses), refs)),
         "bleu_lowercase": (bleu_lowercase, bleu_lowercase.corpus_score(list(hypotheses), refs)),
+        "bleu_tokenized": (
+            bleu_tokenized,
+            bleu_tokenized.corpus_score(
+                moses_tokenize(hypotheses, language), [list(tokenized_references)]
+            ),
+        ),
     }
-    return Scores(
-        bleu=results["bleu"][1].score,
-        chrf=results["chrf"][1].score,
-        bleu_lowercase=results["bleu_lowercase"][1].score,
-        signatures={name: str(metric.get_signature()) for name, (metric, _) in results.items()},
+    signatures = {name: str(metric.get_signature()) for name, (metric, _) in results.items()}
+    signatures["bleu_tokenized"] = (
+        signatures["bleu_tokenized"].replace("case:mixed", "case:lc") + "|moses-norm+moses-tok"
     )
+    values = {name: result.score for name, (_, result) in results.items()}
+    return Scores(**values, signatures=signatures)
 
 
 def translate_all(
@@ -105,9 +164,10 @@ def translate_all(
 def load_translate_function(
     run_dir: str | os.PathLike | None = None,
     saved_model: str | os.PathLike | None = None,
-    model_file: str = "model.keras",
+    model_file: str | os.PathLike | None = None,
     beam_size: int = 4,
     alpha: float = 0.6,
+    checkpoint: str | os.PathLike | None = None,
 ) -> Callable:
     """The translate function of a run folder's model or of an exported SavedModel.
 
@@ -115,14 +175,19 @@ def load_translate_function(
     does, and returns `{"translations": ..., "scores": ...}`.
 
     Args:
-        run_dir: a folder written by `train_translator` (its `model_file` and tokenizer).
+        run_dir: a folder written by `train_translator` (its model and tokenizer).
         saved_model: an exported version folder (`export/1`); give this or `run_dir`.
         model_file: the model's file in `run_dir`, e.g. `averaged.keras`.
         beam_size: with `run_dir`: beam width; 1 means greedy search.
         alpha: with `run_dir`: length-penalty exponent.
+        checkpoint: with `run_dir`, instead of `model_file`: weights loaded into the model
+            rebuilt from the run's `config.json`: `"last"`, `"best"`, a file name in
+            `run_dir/checkpoints/` or a path. With neither, `model.keras` if the run has
+            finished, else its last epoch checkpoint (see `run_files.load_run_model`).
 
     Raises:
-        ValueError: unless exactly one of `run_dir` and `saved_model` is given.
+        ValueError: unless exactly one of `run_dir` and `saved_model` is given, or if both
+            `model_file` and `checkpoint` are; naming a corrupt or foreign file.
         FileNotFoundError: naming the missing file.
     """
     if (run_dir is None) == (saved_model is None):
@@ -132,10 +197,10 @@ def load_translate_function(
         )
     if saved_model is not None:
         return load_exported(saved_model)
-    # Imported here: `translation_run` imports this module.
-    from keras_attention.translation_run import load_run
+    # `run_files`, not `translation_run` (which imports this module): no import cycle.
+    from keras_attention.run_files import load_run_model
 
-    model, tokenizer = load_run(run_dir, model_file)
+    model, tokenizer = load_run_model(run_dir, model_file, checkpoint)
     translator = Translator(model, tokenizer, beam_size, alpha)
 
     def translate(sentences):

@@ -10,10 +10,17 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import keras
 
+from keras_attention.checkpoint_selection import (
+    Selection,
+    candidate_checkpoints,
+    epoch_checkpoints,
+    select_weights,
+)
 from keras_attention.cluster import barrier, is_chief
 from keras_attention.data.datasets import load_corpus
 from keras_attention.data.pipeline import encode_pairs, make_batches
@@ -21,9 +28,13 @@ from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.distribute import get_strategy
 from keras_attention.evaluation import score, translate_all
 from keras_attention.export import Translator, export_translator, load_exported
+from keras_attention.learning_curve import plot_learning_curve
 from keras_attention.models import Transformer
+from keras_attention.run_files import load_run_model
 from keras_attention.training.callbacks import training_callbacks
 from keras_attention.training.recipe import compile_with_paper_recipe
+from keras_attention.training.resume import fit_resumable
+from keras_attention.validation_bleu import ValidationBleu
 
 logger = logging.getLogger(__name__)
 
@@ -38,10 +49,22 @@ DATASET_DEFAULTS = {
         epochs=5,
         max_tokens=2048,
         warmup_steps=400,
+        learning_rate_scale=1.0,
+        validation_bleu_every=1,
+        validation_bleu_sentences=300,
+        average=[3],
         model_overrides={"num_encoder_layers": 3, "num_decoder_layers": 3, "dropout": 0.1},
     ),
     "multi30k": dict(
-        vocabulary_size=8000, epochs=40, max_tokens=4096, warmup_steps=4000, model_overrides={}
+        vocabulary_size=4000,
+        epochs=60,
+        max_tokens=4096,
+        warmup_steps=2000,
+        learning_rate_scale=2.5,
+        validation_bleu_every=2,
+        validation_bleu_sentences=None,
+        average=[5, 10],
+        model_overrides={},
     ),
 }
 
@@ -63,9 +86,6 @@ class TrainConfig:
         max_tokens: padded tokens per batch.
         max_length: longest sequence kept, in subword tokens (longer pairs are dropped).
         warmup_steps: warm-up of the paper's schedule.
-
-    The fields that default to `None` take the dataset's value from `DATASET_DEFAULTS`
-    (`resolved()`).
         learning_rate_scale: multiplier of the paper's schedule.
         label_smoothing: the paper's `epsilon_ls`.
         devices: devices for `MirroredStrategy` (`None`: every GPU, or the default device).
@@ -77,6 +97,20 @@ class TrainConfig:
         seed: seed of the corpus, the shuffling and the initial weights.
         connect_timeout: seconds the workers of a multi-worker `TF_CONFIG` cluster wait for
             each other to join before failing.
+        validation_bleu_every: translate the validation split every this many epochs (and
+            after the last) with greedy search, logging `val_bleu`/`val_chrf` and keeping the
+            best weights (`ValidationBleu`); 0 turns it off.
+        validation_bleu_sentences: translate a fixed, seeded subset of this many validation
+            sentences (`None`: all).
+        average: the K of the end-of-run candidates "average of the last K checkpoints" and
+            "average of the K best"; `[]`: no averaging.
+        beam_size: beam width of the final search (candidate choice, test scores, export).
+        alpha: its length-penalty exponent.
+        backup_every_steps: also back the run up every this many steps (`None`: at epoch
+            ends only), so that a run killed mid-epoch loses at most that many steps.
+
+    The fields that default to `None` take the dataset's value from `DATASET_DEFAULTS`
+    (`resolved()`).
     """
 
     output_dir: str = "runs/translator"
@@ -90,13 +124,19 @@ class TrainConfig:
     max_tokens: int | None = None
     max_length: int = 64
     warmup_steps: int | None = None
-    learning_rate_scale: float = 1.0
+    learning_rate_scale: float | None = None
     label_smoothing: float = 0.1
     devices: list[str] | None = None
     jit_compile: bool | None = None
     mixed_precision: str | None = None
     seed: int = 0
     connect_timeout: float = 300.0
+    validation_bleu_every: int | None = None
+    validation_bleu_sentences: int | None = None
+    average: list[int] | None = None
+    beam_size: int = 4
+    alpha: float = 0.6
+    backup_every_steps: int | None = None
 
     def resolved(self) -> "TrainConfig":
         """A copy with every `None` field that has a dataset default filled in."""
@@ -117,12 +157,25 @@ class TrainConfig:
                 f"mixed_precision must be one of {MIXED_PRECISION_POLICIES}; "
                 f"got mixed_precision={self.mixed_precision!r}"
             )
-        for name in ("epochs", "max_tokens", "max_length", "warmup_steps", "train_pairs"):
+        optional = ("train_pairs", "validation_bleu_sentences", "backup_every_steps")
+        for name in ("epochs", "max_tokens", "max_length", "warmup_steps", "beam_size", *optional):
             value = getattr(self, name)
-            if name == "train_pairs" and value is None:
+            if name in optional and value is None:
                 continue
-            if not isinstance(value, int) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer; got {name}={value!r}")
+        every = self.validation_bleu_every
+        if isinstance(every, bool) or not isinstance(every, int) or every < 0:
+            raise ValueError(
+                "validation_bleu_every must be an integer >= 0; got "
+                f"validation_bleu_every={every!r}"
+            )
+        if not isinstance(self.average, list) or not all(
+            isinstance(k, int) and not isinstance(k, bool) and k >= 2 for k in self.average
+        ):
+            raise ValueError(
+                f"average must be a list of integers >= 2; got average={self.average!r}"
+            )
 
 
 @dataclasses.dataclass
@@ -140,6 +193,7 @@ class TrainResult:
             non-chief workers of a cluster, which write to a temporary folder that
             `cleanup()` removes.
         is_chief: whether this process is the one that writes `config.output_dir`.
+        selection: which weights the run kept, chosen on the validation split.
     """
 
     model: Transformer
@@ -150,6 +204,7 @@ class TrainResult:
     config: TrainConfig
     output_dir: Path
     is_chief: bool = True
+    selection: Selection | None = None
 
     def cleanup(self) -> None:
         """Removes a non-chief worker's temporary folder; nothing on the chief."""
@@ -196,7 +251,8 @@ def train_translator(config: TrainConfig) -> TrainResult:
     """Trains a translator with the paper's recipe and writes everything to `output_dir`.
 
     Killed and started again with the same `output_dir`, the run resumes from the last
-    epoch backed up (`BackupAndRestore`).
+    backup: the last epoch end, or with `backup_every_steps` the last step backed up
+    (`fit_resumable`).
 
     With a multi-worker `TF_CONFIG`, run it on every worker with the same config (call it
     before TensorFlow runs any op): `output_dir` must be on storage that every worker sees;
@@ -271,40 +327,132 @@ def _train(
                 learning_rate_scale=config.learning_rate_scale,
                 jit_compile=_resolve_jit(config.jit_compile),
             )
-        history = model.fit(
+        callbacks = training_callbacks(
+            write_dir,
+            output_dir / "backup",
+            is_chief=chief,
+            backup_every_steps=config.backup_every_steps,
+        )
+        validation_bleu = _validation_bleu(config, tokenizer, corpus["val"], write_dir)
+        if validation_bleu is not None:
+            # After the backup, before the checkpoint and the logs (which record its scores).
+            callbacks.insert(1, validation_bleu)
+        history = fit_resumable(
+            model,
             train_data,
-            validation_data=val_data,
             epochs=config.epochs,
-            callbacks=training_callbacks(write_dir, output_dir / "backup", is_chief=chief),
+            callbacks=callbacks,
+            validation_data=val_data,
             verbose=2,
         )
+        selection = _select(config, model, tokenizer, corpus["val"], write_dir, validation_bleu)
         test_metrics = model.evaluate(test_data, return_dict=True, verbose=0)
     finally:
         keras.config.set_dtype_policy(previous_policy)
     model_path = write_dir / "model.keras"
     _save_model_atomically(model, model_path)
     _write_json(write_dir / "test_metrics.json", test_metrics)
+    if (write_dir / "training_log.csv").is_file():
+        plot_learning_curve(write_dir / "training_log.csv", write_dir / "learning_curve.png")
     return TrainResult(
-        model, tokenizer, history.history, test_metrics, model_path, config, write_dir, chief
+        model,
+        tokenizer,
+        history.history,
+        test_metrics,
+        model_path,
+        config,
+        write_dir,
+        chief,
+        selection,
     )
 
 
-def load_run(output_dir: str | os.PathLike, model_file: str = "model.keras"):
-    """The trained model and tokenizer of a run folder written by `train_translator`.
+def _validation_bleu(
+    config: TrainConfig, tokenizer: SubwordTokenizer, val: tuple, write_dir: Path
+) -> ValidationBleu | None:
+    """The run's `ValidationBleu` callback (`None` when `validation_bleu_every` is 0)."""
+    if not config.validation_bleu_every:
+        return None
+    return ValidationBleu(
+        tokenizer,
+        *val,
+        every_epochs=config.validation_bleu_every,
+        beam_size=1,
+        max_sentences=config.validation_bleu_sentences,
+        seed=config.seed,
+        best_path=write_dir / "checkpoints" / "best.weights.h5",
+        state_path=write_dir / "validation_bleu.json",
+        max_source_length=config.max_length,
+    )
+
+
+def _select(
+    config: TrainConfig,
+    model: Transformer,
+    tokenizer: SubwordTokenizer,
+    val: tuple,
+    write_dir: Path,
+    validation_bleu: ValidationBleu | None,
+) -> Selection:
+    """Chooses the run's final weights on the whole validation split (`select_weights`) and
+    records the choice in `bleu.json`; the model is left holding them."""
+    started = time.monotonic()
+    epoch_bleu = {}
+    if validation_bleu is not None:
+        epoch_bleu = {int(e): s["bleu"] for e, s in validation_bleu.state["scores"].items()}
+    candidates = candidate_checkpoints(
+        epoch_checkpoints(write_dir / "checkpoints"), epoch_bleu, config.average
+    )
+    selection = select_weights(
+        model,
+        tokenizer,
+        candidates,
+        *val,
+        beam_size=config.beam_size,
+        alpha=config.alpha,
+        max_source_length=config.max_length,
+    )
+    logger.info("final weights: %s (validation %s)", selection.name, selection.validation)
+    record = {
+        "model": selection.name,
+        "checkpoints": selection.checkpoints,
+        "validation": selection.validation,
+        "beam_size": config.beam_size,
+        "alpha": config.alpha,
+        "selection_seconds": time.monotonic() - started,
+    }
+    if validation_bleu is not None:
+        record["training_seconds"] = validation_bleu.state["elapsed_s"]
+    _write_json(write_dir / "bleu.json", record)
+    return selection
+
+
+def load_run(
+    output_dir: str | os.PathLike,
+    model_file: str | None = "model.keras",
+    checkpoint: str | None = None,
+):
+    """The model and tokenizer of a run folder written by `train_translator`.
+
+    Delegates to `keras_attention.run_files.load_run_model`.
+
+    Args:
+        output_dir: the run's folder.
+        model_file: the model's file in `output_dir`; ignored when `checkpoint` is given.
+            `None`: `model.keras` if the run has finished, else its last epoch checkpoint.
+        checkpoint: an epoch checkpoint to load into the model rebuilt from `config.json`:
+            `"last"`, `"best"`, a file name in `output_dir/checkpoints/` or a path.
 
     Returns:
         `(model, tokenizer)`.
 
     Raises:
         FileNotFoundError: naming the missing file.
+        ValueError: naming a corrupt file or a checkpoint of another architecture.
     """
-    output_dir = Path(output_dir)
-    model_path = output_dir / model_file
-    if not model_path.is_file():
-        raise FileNotFoundError(f"no model at {model_path}; train one with tools/train.py")
-    return keras.models.load_model(model_path), SubwordTokenizer.load(
-        output_dir / "tokenizer.model"
-    )
+    if checkpoint is not None:
+        model_file = None
+    return load_run_model(output_dir, model_file, checkpoint)
 
 
 @dataclasses.dataclass
@@ -324,18 +472,28 @@ class ServingCheck:
 
 def export_and_evaluate(
     result: TrainResult,
-    beam_size: int = 4,
-    alpha: float = 0.6,
+    beam_size: int | None = None,
+    alpha: float | None = None,
     num_examples: int = 5,
 ) -> ServingCheck:
     """Exports the trained translator, reloads the SavedModel as TF Serving would, translates
     a few test sentences with it and scores the whole test split with sacreBLEU.
 
-    The export goes to `output_dir/export/<next version>/`; the scores are also written to
-    `output_dir/bleu.json` (`result.output_dir`: a temporary folder on non-chief workers).
+    The export goes to `output_dir/export/<next version>/`. The test scores join the
+    validation scores and the choice of weights in `output_dir/bleu.json`
+    (`result.output_dir`: a temporary folder on non-chief workers).
+
+    Args:
+        result: the trained run.
+        beam_size: beam width of the export (default: the run's `beam_size`).
+        alpha: its length-penalty exponent (default: the run's `alpha`).
+        num_examples: test sentences returned with their translations.
     """
     config = result.config
+    beam_size = config.beam_size if beam_size is None else beam_size
+    alpha = config.alpha if alpha is None else alpha
     output_dir = result.output_dir
+    started = time.monotonic()
     translator = Translator(
         result.model, result.tokenizer, beam_size, alpha, max_source_length=config.max_length
     )
@@ -344,16 +502,18 @@ def export_and_evaluate(
     sources, references = load_corpus(config.dataset, config.data_dir, seed=config.seed)["test"]
     hypotheses, _ = translate_all(serve, sources)
     scores = score(hypotheses, references)
-    _write_json(
-        output_dir / "bleu.json",
+    bleu_path = output_dir / "bleu.json"
+    record = json.loads(bleu_path.read_text()) if bleu_path.is_file() else {}
+    record.update(
         {
-            "bleu": scores.bleu,
-            "chrf": scores.chrf,
-            "bleu_lowercase": scores.bleu_lowercase,
+            "exported": str(export_path),
+            "test": scores.as_dict(),
             "signatures": scores.signatures,
             "beam_size": beam_size,
             "alpha": alpha,
-        },
+            "export_and_test_seconds": time.monotonic() - started,
+        }
     )
+    _write_json(bleu_path, record)
     examples = list(zip(sources[:num_examples], hypotheses[:num_examples], strict=True))
     return ServingCheck(export_path, examples, scores)

@@ -5,7 +5,8 @@ import pytest
 import sacrebleu
 import tensorflow as tf
 
-from keras_attention.evaluation import Scores, score, translate_all
+from keras_attention.evaluation import Scores, moses_tokenize, score, translate_all
+from tests.shared_data import MULTI30K_DIR, needs_multi30k
 
 REFERENCES = [
     "Der Mann fährt heute ein Fahrrad.",
@@ -76,7 +77,7 @@ def test_score_equals_sacrebleu(count: int):
 
 def test_signatures_name_case_and_tokenizer():
     signatures = score(HYPOTHESES, REFERENCES).signatures
-    assert set(signatures) == {"bleu", "chrf", "bleu_lowercase"}
+    assert set(signatures) == {"bleu", "chrf", "bleu_lowercase", "bleu_tokenized"}
     assert "case:mixed" in signatures["bleu"] and "tok:13a" in signatures["bleu"]
     assert "case:lc" in signatures["bleu_lowercase"] and "tok:13a" in signatures["bleu_lowercase"]
     assert "case:mixed" in signatures["chrf"] and "nc:6" in signatures["chrf"]
@@ -107,12 +108,12 @@ def test_score_rejects_mismatched_or_empty_lists(num_hypotheses: int, num_refere
 def test_summary_prints_every_score_with_its_signature():
     scores = score(HYPOTHESES, REFERENCES)
     lines = scores.summary().split("\n")
-    assert len(lines) == 3
+    assert len(lines) == 4
     for line, name, value, label in zip(
         lines,
-        ("bleu", "chrf", "bleu_lowercase"),
-        (scores.bleu, scores.chrf, scores.bleu_lowercase),
-        ("BLEU ", "chrF ", "BLEU (lowercased) "),
+        ("bleu", "chrf", "bleu_lowercase", "bleu_tokenized"),
+        (scores.bleu, scores.chrf, scores.bleu_lowercase, scores.bleu_tokenized),
+        ("BLEU ", "chrF ", "BLEU (lowercased) ", "BLEU (lowercased, Moses-tokenized) "),
         strict=True,
     ):
         assert line.startswith(f"{label}{value:.2f}")
@@ -120,11 +121,16 @@ def test_summary_prints_every_score_with_its_signature():
 
 
 def test_summary_uses_the_fields_given():
-    scores = Scores(bleu=12.345, chrf=67.891, bleu_lowercase=23.456, signatures={
-        "bleu": "sig-b", "chrf": "sig-c", "bleu_lowercase": "sig-l"})  # fmt: skip
+    scores = Scores(bleu=12.345, chrf=67.891, bleu_lowercase=23.456, bleu_tokenized=34.567,
+                    signatures={"bleu": "sig-b", "chrf": "sig-c", "bleu_lowercase": "sig-l",
+                                "bleu_tokenized": "sig-t"})  # fmt: skip
     assert scores.summary() == (
-        "BLEU 12.35  (sig-b)\nchrF 67.89  (sig-c)\nBLEU (lowercased) 23.46  (sig-l)"
+        "BLEU 12.35  (sig-b)\nchrF 67.89  (sig-c)\nBLEU (lowercased) 23.46  (sig-l)\n"
+        "BLEU (lowercased, Moses-tokenized) 34.57  (sig-t)"
     )
+    assert scores.as_dict() == {
+        "bleu": 12.345, "chrf": 67.891, "bleu_lowercase": 23.456, "bleu_tokenized": 34.567,
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("batch_size", [1, 2, 3, 64])
@@ -161,3 +167,25 @@ def test_translate_all_with_no_sentences_calls_nothing():
 def test_translate_all_rejects_a_bad_batch_size(batch_size: int):
     with pytest.raises(ValueError, match=f"batch_size must be >= 1; got batch_size={batch_size}"):
         translate_all(FakeTranslate(), SENTENCES, batch_size=batch_size)
+
+
+@needs_multi30k
+def test_moses_tokenize_remakes_the_published_tokenized_reference():
+    raw = (MULTI30K_DIR / "test2016.de").read_text(encoding="utf-8").splitlines()
+    published = (MULTI30K_DIR / "test2016.lc.norm.tok.de").read_text(encoding="utf-8")
+    assert moses_tokenize(raw, "de") == published.splitlines()
+
+
+def test_tokenized_bleu_is_lowercased_moses_bleu():
+    scores = score(HYPOTHESES, REFERENCES)
+    expected = sacrebleu.corpus_bleu(
+        moses_tokenize(HYPOTHESES), [moses_tokenize(REFERENCES)], tokenize="none", force=True
+    ).score
+    assert scores.bleu_tokenized == pytest.approx(expected, abs=1e-9)
+    assert moses_tokenize(['Er sagt: "Hallo, Welt!"']) == ["er sagt : &quot; hallo , welt ! &quot;"]
+    assert scores.bleu_tokenized > scores.bleu  # case errors no longer count
+    assert "case:lc" in scores.signatures["bleu_tokenized"]
+    given = score(HYPOTHESES, REFERENCES, tokenized_references=moses_tokenize(REFERENCES))
+    assert given.bleu_tokenized == scores.bleu_tokenized
+    with pytest.raises(ValueError, match="tokenized_references has 1 lines; references has 4"):
+        score(HYPOTHESES, REFERENCES, tokenized_references=["x"])

@@ -75,14 +75,17 @@ def checkpoint_weights(run_dir: Path, epoch: int) -> list[np.ndarray]:
 
 
 def check_evaluation_output(stdout: str, hypotheses_file: Path, count: int, seed: int) -> None:
-    """Score lines with signatures, then JSON equal to sacreBLEU of the hypotheses written
-    against the first `count` references of the generated test split of `seed`."""
+    """The model scored, score lines with signatures, then JSON equal to sacreBLEU of the
+    hypotheses written against the first `count` references of the generated test split of
+    `seed`."""
     lines = output_lines(stdout)
+    assert lines[0].startswith("model: ")
+    lines = lines[1:]
     assert lines[0] == f"generated test split (seed {seed}): {count} sentences"
     assert re.fullmatch(r"BLEU \d+\.\d\d  \(.*case:mixed.*tok:13a.*\)", lines[1])
     assert re.fullmatch(r"chrF \d+\.\d\d  \(.*case:mixed.*\)", lines[2])
     assert re.fullmatch(r"BLEU \(lowercased\) \d+\.\d\d  \(.*case:lc.*tok:13a.*\)", lines[3])
-    values = json.loads(lines[4])
+    values = json.loads(lines[-1])  # the last line, after every score line
     assert set(values) == {"bleu", "chrf", "bleu_lc"}
     assert all(0.0 <= value <= 100.0 for value in values.values())
     hypotheses = output_lines(hypotheses_file.read_text(encoding="utf-8"))
@@ -191,17 +194,17 @@ def test_evaluate_a_saved_model_on_part_of_the_test_split(saved_model: Path, tmp
 
 
 @pytest.mark.parametrize(
-    ("tool", "args"),
+    ("tool", "args", "needed"),
     [
-        ("average_checkpoints", ["{run}"]),
-        ("export", ["{run}"]),
-        ("translate", ["--run-dir", "{run}"]),
-        ("evaluate", ["--run-dir", "{run}"]),
+        ("average_checkpoints", ["{run}"], "config.json"),  # rebuilds the model from it
+        ("export", ["{run}"], "model.keras"),
+        ("translate", ["--run-dir", "{run}"], "model.keras"),
+        ("evaluate", ["--run-dir", "{run}"], "model.keras"),
     ],
 )
-def test_a_missing_run_folder_is_named(tmp_path: Path, tool: str, args: list[str]):
+def test_a_missing_run_folder_is_named(tmp_path: Path, tool: str, args: list[str], needed: str):
     run = tmp_path / "no_such_run"
     done = run_tool(tool, *(arg.format(run=run) for arg in args), stdin="A man.\n")
     assert done.returncode != 0
-    assert str(run / "model.keras") in done.stderr
+    assert str(run / needed) in done.stderr
     assert "Traceback" not in done.stderr

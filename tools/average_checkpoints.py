@@ -1,32 +1,117 @@
-"""Average the weights of a run's last N epoch checkpoints into one model (paper, Section 6.1).
+"""Average the weights of a run's epoch checkpoints into one model (paper, Section 6.1).
 
 python tools/average_checkpoints.py runs/translator --last 5
+python tools/average_checkpoints.py runs/translator --epochs 8 9 10 --output avg.weights.h5
+
+The run may still be training: the model is rebuilt from its config.json and tokenizer.model
+(model.keras is not needed). The output is a full model (.keras) or weights only
+(.weights.h5, for `tools/evaluate.py --checkpoint PATH`); it is written atomically.
 """
 
 import argparse
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+OUTPUT_SUFFIXES = (".keras", ".weights.h5")
+DEFAULT_LAST = 5
 
-def main(argv: list[str] | None = None) -> None:
+
+def check_output(parser: argparse.ArgumentParser, output: str) -> None:
+    """Exits through `parser.error` unless `output` can be written: a `.keras` or `.weights.h5`
+    name in an existing, writable folder."""
+    if not output.endswith(OUTPUT_SUFFIXES):
+        parser.error(f"--output must end with .keras or .weights.h5; got {output}")
+    folder = os.path.dirname(output) or "."
+    if not os.path.isdir(folder):
+        parser.error(f"the output folder {folder} does not exist (--output {output})")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        parser.error(f"the output folder {folder} is not writable (--output {output})")
+
+
+def checkpoint_paths(args: argparse.Namespace) -> list[Path]:
+    """The checkpoints to average: those of `--epochs`, else the `--last` N.
+
+    Raises:
+        FileNotFoundError: naming a missing checkpoint or checkpoint folder.
+        ValueError: if the folder holds fewer than N checkpoints.
+    """
+    from keras_attention.run_files import CHECKPOINT_DIR, epoch_checkpoint
+    from keras_attention.training.checkpoints import last_checkpoints
+
+    if args.epochs is None:
+        return last_checkpoints(os.path.join(args.run_dir, CHECKPOINT_DIR), args.last)
+    paths = [epoch_checkpoint(args.run_dir, epoch) for epoch in sorted(args.epochs)]
+    for path in paths:
+        if not path.is_file():
+            raise FileNotFoundError(f"no checkpoint file {path}")
+    return paths
+
+
+def save_atomically(model, output: str) -> None:
+    """Saves `model` (`.keras`) or its weights (`.weights.h5`) to `output` via a temporary
+    file in the same folder, so that `output` is either the old file or the whole new one."""
+    path = Path(output)
+    staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=".averaging-"))
+    try:
+        if path.name.endswith(".weights.h5"):
+            model.save_weights(staging / path.name)
+        else:
+            model.save(staging / path.name)
+        os.replace(staging / path.name, path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def parse_args(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The parser and the checked arguments (`--last` 5 when neither it nor `--epochs`)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_dir", help="a folder written by tools/train.py")
-    parser.add_argument("--last", type=int, default=5, help="how many checkpoints to average")
-    parser.add_argument("--output", default=None, help="default: RUN_DIR/averaged.keras")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--last", type=int, default=None, help=f"average the last N checkpoints ({DEFAULT_LAST})"
+    )
+    which.add_argument(
+        "--epochs", type=int, nargs="+", default=None, metavar="EPOCH",
+        help="average these epochs' checkpoints, e.g. --epochs 8 9 10",
+    )  # fmt: skip
+    parser.add_argument(
+        "--output", default=None, help="a .keras or .weights.h5 file; its folder must exist "
+        "(default: RUN_DIR/averaged.keras)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    # Imported once the arguments are read, so that --help and argument errors are instant.
-    from keras_attention.training.checkpoints import average_checkpoints, last_checkpoints
-    from keras_attention.translation_run import load_run
+    if args.epochs is None and args.last is None:
+        args.last = DEFAULT_LAST
+    if args.last is not None and args.last < 1:
+        parser.error(f"--last must be >= 1; got {args.last}")
+    if args.epochs is not None:
+        if min(args.epochs) < 1:
+            parser.error(f"--epochs must be >= 1; got {args.epochs}")
+        if len(set(args.epochs)) != len(args.epochs):
+            parser.error(f"--epochs names an epoch twice: {args.epochs}")
+    return parser, args
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser, args = parse_args(argv)
+    config = os.path.join(args.run_dir, "config.json")
+    if not os.path.isfile(config):
+        parser.error(f"no run config at {config}; is {args.run_dir} a run of tools/train.py?")
+    output = args.output or os.path.join(args.run_dir, "averaged.keras")
+    check_output(parser, output)
+    # Imported once the arguments are checked, so that --help and argument errors are instant.
+    from keras_attention.run_files import build_run_model
+    from keras_attention.training.checkpoints import average_checkpoints
 
     try:
-        model, _ = load_run(args.run_dir)
-        paths = last_checkpoints(os.path.join(args.run_dir, "checkpoints"), args.last)
-        average_checkpoints(model, paths)
+        paths = checkpoint_paths(args)
+        model = average_checkpoints(build_run_model(args.run_dir), paths)
+        save_atomically(model, output)
     except (OSError, ValueError) as error:  # a missing file, too few or foreign checkpoints
         parser.error(str(error))
-    output = args.output or os.path.join(args.run_dir, "averaged.keras")
-    model.save(output)
     print(f"averaged {len(paths)} checkpoints ({paths[0].name} .. {paths[-1].name}) -> {output}")
 
 

@@ -17,6 +17,7 @@ import dataclasses
 import json
 import logging
 import os
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -62,7 +63,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool]:
         help="SentencePiece vocabulary (default: chosen for the dataset)",
     )
     parser.add_argument("--warmup-steps", type=int, default=None, help="default: per dataset")
-    parser.add_argument("--learning-rate-scale", type=float, default=DEFAULTS.learning_rate_scale)
+    parser.add_argument(
+        "--learning-rate-scale",
+        type=float,
+        default=None,
+        help="multiplier of the paper's schedule (default: per dataset)",
+    )
     parser.add_argument("--label-smoothing", type=float, default=DEFAULTS.label_smoothing)
     parser.add_argument(
         "--devices",
@@ -92,6 +98,34 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool]:
         type=float,
         default=DEFAULTS.connect_timeout,
         help="seconds the workers of a TF_CONFIG cluster wait for each other to join",
+    )
+    parser.add_argument(
+        "--validation-bleu-every",
+        type=int,
+        default=None,
+        help="translate the validation split every N epochs, keep the best (0: off)",
+    )
+    parser.add_argument(
+        "--validation-bleu-sentences",
+        type=int,
+        default=None,
+        help="translate a fixed, seeded subset of this many validation sentences",
+    )
+    parser.add_argument(
+        "--average",
+        type=int,
+        nargs="*",
+        default=None,
+        metavar="K",
+        help="end-of-run candidates: averages of the last K and of the best K checkpoints",
+    )
+    parser.add_argument("--beam-size", type=int, default=DEFAULTS.beam_size)
+    parser.add_argument("--alpha", type=float, default=DEFAULTS.alpha, help="length penalty")
+    parser.add_argument(
+        "--backup-every-steps",
+        type=int,
+        default=None,
+        help="also back up every N steps (a killed run loses at most N steps)",
     )
     parser.add_argument(
         "--export",
@@ -125,6 +159,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool]:
         mixed_precision=args.mixed_precision,
         seed=args.seed,
         connect_timeout=args.connect_timeout,
+        validation_bleu_every=args.validation_bleu_every,
+        validation_bleu_sentences=args.validation_bleu_sentences,
+        average=args.average,
+        beam_size=args.beam_size,
+        alpha=args.alpha,
+        backup_every_steps=args.backup_every_steps,
     )
     return config, args.export
 
@@ -134,11 +174,13 @@ def main(argv: list[str] | None = None) -> None:
     # TensorFlow's INFO lines (one per collective set up across workers) drown the run's own.
     logging.getLogger("tensorflow").setLevel(logging.WARNING)
     config, export = parse_args(argv)
+    started = time.monotonic()
     result = train_translator(config)
     try:
         report(result, export)
     finally:
         result.cleanup()
+    print(f"wall-clock time of this process: {(time.monotonic() - started) / 60:.1f} min")
 
 
 def report(result: TrainResult, export: bool) -> None:
@@ -149,6 +191,11 @@ def report(result: TrainResult, export: bool) -> None:
     print("config:", json.dumps(dataclasses.asdict(config)))
     print("test:", json.dumps({k: round(float(v), 4) for k, v in result.test_metrics.items()}))
     print("model:", result.model_path)
+    if result.selection is not None:
+        chosen = result.selection
+        print(f"final weights, chosen on the validation split: {chosen.name}")
+        for name, scores in chosen.validation.items():
+            print(f"  {name}: " + ", ".join(f"{k} {v:.2f}" for k, v in scores.items()))
     if not export:
         return
     check = export_and_evaluate(result)
@@ -156,7 +203,10 @@ def report(result: TrainResult, export: bool) -> None:
     print("translations by the reloaded SavedModel:")
     for source, translation in check.examples:
         print(f"  {source}\n    -> {translation}")
-    print(f"sacreBLEU on the {config.dataset} test split (beam 4, from the SavedModel):")
+    print(
+        f"sacreBLEU on the {config.dataset} test split (beam {config.beam_size}, alpha "
+        f"{config.alpha}, from the SavedModel):"
+    )
     print(check.scores.summary())
 
 

@@ -10,6 +10,9 @@ import h5py
 import keras
 import numpy as np
 
+# Where `save_weights` of a compiled model puts the optimizer's variables.
+OPTIMIZER_GROUP = "optimizer"
+
 
 def last_checkpoints(directory: str | os.PathLike, count: int) -> list[Path]:
     """The `count` most recent `epoch_NNN.weights.h5` files in `directory`, oldest first.
@@ -35,11 +38,16 @@ def last_checkpoints(directory: str | os.PathLike, count: int) -> list[Path]:
 
 
 def _layout(path: str | os.PathLike) -> dict[str, tuple[int, ...]]:
-    """The shape of every array in a `.weights.h5` file, by its path in the file."""
+    """The shape of every model weight in a `.weights.h5` file, by its path in the file.
+
+    The optimizer's variables, which a compiled model saves alongside (`optimizer/...`), are
+    left out: they are no part of the architecture, and `load_weights` into a model without
+    an optimizer skips them.
+    """
     layout = {}
 
     def visit(name: str, item) -> None:
-        if isinstance(item, h5py.Dataset):
+        if isinstance(item, h5py.Dataset) and not name.startswith(OPTIMIZER_GROUP + "/"):
             layout[name] = item.shape
 
     with h5py.File(path, "r") as file:
@@ -47,11 +55,20 @@ def _layout(path: str | os.PathLike) -> dict[str, tuple[int, ...]]:
     return layout
 
 
-def _check_layouts(model: keras.Model, paths: Sequence[str | os.PathLike]) -> None:
-    """Raises `ValueError` unless every checkpoint holds exactly `model`'s weights.
+def check_layouts(model: keras.Model, paths: Sequence[str | os.PathLike]) -> None:
+    """Checks that every checkpoint holds exactly `model`'s weights.
 
     `load_weights` alone is not enough: it silently ignores the weights of layers the model
     lacks (a deeper encoder, an untied embedding).
+
+    Args:
+        model: a built model.
+        paths: `.weights.h5` files.
+
+    Raises:
+        FileNotFoundError: naming a missing checkpoint.
+        ValueError: naming a checkpoint that is not a readable HDF5 file (e.g. one still
+            being written) or whose weights differ from the model's in name or shape.
     """
     with tempfile.TemporaryDirectory() as folder:
         reference = Path(folder) / "model.weights.h5"
@@ -60,7 +77,10 @@ def _check_layouts(model: keras.Model, paths: Sequence[str | os.PathLike]) -> No
     for path in paths:
         if not Path(path).is_file():
             raise FileNotFoundError(f"no checkpoint file {path}")
-        found = _layout(path)
+        try:
+            found = _layout(path)
+        except OSError as error:  # h5py's message does not name the file
+            raise ValueError(f"cannot read checkpoint {path}: {error}") from error
         if found == expected:
             continue
         missing = sorted(expected.keys() - found.keys())
@@ -95,7 +115,7 @@ def average_checkpoints(model: keras.Model, paths: Sequence[str | os.PathLike]) 
     """
     if not paths:
         raise ValueError("paths must name at least one checkpoint")
-    _check_layouts(model, paths)
+    check_layouts(model, paths)
     total = None
     for path in paths:
         model.load_weights(str(path))

@@ -7,12 +7,7 @@ from pathlib import Path
 import pytest
 
 from keras_attention.data.multi30k import load_multi30k
-
-# The shared, read-only copy beside the project checkout (never copied into the repository).
-MULTI30K_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "multi30k"
-needs_multi30k = pytest.mark.skipif(
-    not (MULTI30K_DIR / "train.en").is_file(), reason=f"Multi30k not found in {MULTI30K_DIR}"
-)
+from tests.shared_data import MULTI30K_DIR, needs_multi30k
 
 # Split sizes published with the corpus (its README; torchtext and Hugging Face agree).
 SPLIT_SIZES = {"train": 29000, "val": 1014, "test": 1000}

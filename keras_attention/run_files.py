@@ -1,0 +1,274 @@
+"""The model of a run folder, from its final `.keras` file or from any epoch checkpoint.
+
+A run folder written by `tools/train.py` holds `config.json`, `tokenizer.model`,
+`checkpoints/epoch_NNN.weights.h5` after every epoch and, once the run has finished,
+`model.keras`. The checkpoints hold weights only; the model they belong to is rebuilt from
+`config.json` and the tokenizer's vocabulary size, so that a run can be scored or averaged
+while it still trains.
+
+This module imports neither `translation_run` nor `evaluation` (both use it).
+"""
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import keras
+
+from keras_attention.data.tokenizer import SubwordTokenizer
+from keras_attention.models import Transformer
+from keras_attention.training.checkpoints import check_layouts, last_checkpoints
+
+CONFIG_FILE = "config.json"
+TOKENIZER_FILE = "tokenizer.model"
+MODEL_FILE = "model.keras"
+CHECKPOINT_DIR = "checkpoints"
+BEST_CHECKPOINT = "best.weights.h5"
+WEIGHTS_SUFFIX = ".weights.h5"
+# The fields of `config.json` that the model is rebuilt from.
+MODEL_FIELDS = ("preset", "model_overrides")
+
+
+def read_run_config(run_dir: str | os.PathLike) -> dict:
+    """The settings of a run (its `config.json`, a `TrainConfig` as JSON).
+
+    Args:
+        run_dir: a folder written by `tools/train.py`.
+
+    Returns:
+        The settings as a dict.
+
+    Raises:
+        FileNotFoundError: if `config.json` is missing (naming it).
+        ValueError: if it is not a JSON object or lacks a field the model needs (naming it).
+    """
+    path = Path(run_dir) / CONFIG_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"no run config at {path}; is {run_dir} a run of tools/train.py?")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path} is not valid JSON: {error}") from error
+    if not isinstance(config, dict):
+        raise ValueError(f"{path} must hold a JSON object; got {type(config).__name__}")
+    missing = [name for name in MODEL_FIELDS if name not in config]
+    if missing:
+        raise ValueError(f"{path} lacks the field(s) {', '.join(missing)}")
+    if not isinstance(config["model_overrides"], dict | None):
+        raise ValueError(
+            f"model_overrides in {path} must be an object; got {config['model_overrides']!r}"
+        )
+    return config
+
+
+def load_run_tokenizer(run_dir: str | os.PathLike) -> SubwordTokenizer:
+    """The tokenizer of a run (`tokenizer.model`).
+
+    Raises:
+        FileNotFoundError: if the file is missing (naming it).
+        ValueError: if it is not a SentencePiece model of this library (naming it).
+    """
+    path = Path(run_dir) / TOKENIZER_FILE
+    try:
+        return SubwordTokenizer.load(path)
+    except ValueError as error:
+        raise ValueError(f"cannot read the tokenizer {path}: {error}") from error
+
+
+@contextlib.contextmanager
+def _float32_policy() -> Iterator[None]:
+    """Sets the float32 dtype policy for the block, then restores the previous one."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float32")
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def build_run_model(
+    run_dir: str | os.PathLike, tokenizer: SubwordTokenizer | None = None
+) -> Transformer:
+    """A freshly initialized, built `Transformer` of a run's architecture.
+
+    The architecture is `config.json`'s preset and model overrides, with the tokenizer's
+    vocabulary size, as `train_translator` builds it. The model uses the float32 policy even
+    for a mixed-precision run: its checkpoints hold float32 variables all the same.
+
+    Args:
+        run_dir: a folder written by `tools/train.py`.
+        tokenizer: the run's tokenizer, if already loaded (default: read `tokenizer.model`).
+
+    Returns:
+        The built model (random weights).
+
+    Raises:
+        FileNotFoundError: naming a missing `config.json` or `tokenizer.model`.
+        ValueError: naming `config.json` if it is corrupt, lacks a field or describes no
+            valid model (e.g. an unknown preset).
+    """
+    config = read_run_config(run_dir)
+    if tokenizer is None:
+        tokenizer = load_run_tokenizer(run_dir)
+    path = Path(run_dir) / CONFIG_FILE
+    with _float32_policy():
+        try:
+            model = Transformer.from_preset(
+                config["preset"],
+                vocabulary_size=tokenizer.vocabulary_size,
+                **(config["model_overrides"] or {}),
+            )
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{path} does not describe a valid model: {error}") from error
+        model.build()
+    return model
+
+
+def epoch_checkpoint(run_dir: str | os.PathLike, epoch: int) -> Path:
+    """The path of epoch `epoch`'s checkpoint, `checkpoints/epoch_NNN.weights.h5`.
+
+    Raises:
+        ValueError: if `epoch` < 1.
+    """
+    if epoch < 1:
+        raise ValueError(f"epoch numbers start at 1; got epoch={epoch}")
+    return Path(run_dir) / CHECKPOINT_DIR / f"epoch_{epoch:03d}{WEIGHTS_SUFFIX}"
+
+
+def _last_checkpoint(run_dir: str | os.PathLike) -> Path:
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    try:
+        return last_checkpoints(folder, 1)[0]
+    except (OSError, ValueError) as error:
+        raise FileNotFoundError(f"no epoch_NNN{WEIGHTS_SUFFIX} checkpoint in {folder}") from error
+
+
+def resolve_checkpoint(run_dir: str | os.PathLike, checkpoint: str | os.PathLike) -> Path:
+    """The file a checkpoint name stands for.
+
+    Args:
+        run_dir: a folder written by `tools/train.py`.
+        checkpoint: `"last"` (the highest-numbered `checkpoints/epoch_NNN.weights.h5`),
+            `"best"` (`checkpoints/best.weights.h5`), a bare file name in
+            `run_dir/checkpoints/` (`"epoch_012.weights.h5"`), or a path with a folder part
+            (relative to the working directory, or absolute).
+
+    Returns:
+        The path of an existing file.
+
+    Raises:
+        FileNotFoundError: naming the file (or folder, for `"last"`) that is missing.
+    """
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    if checkpoint == "last":
+        return _last_checkpoint(run_dir)
+    if checkpoint == "best":
+        path = folder / BEST_CHECKPOINT
+    elif Path(checkpoint).name == str(checkpoint):
+        path = folder / checkpoint
+    else:
+        path = Path(checkpoint)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint file {path}")
+    return path
+
+
+def is_weights_file(path: str | os.PathLike) -> bool:
+    """Whether `path` names a weights-only file (`.weights.h5`) rather than a `.keras` one."""
+    return str(path).endswith(WEIGHTS_SUFFIX)
+
+
+def locate_run_model(
+    run_dir: str | os.PathLike,
+    model_file: str | os.PathLike | None = None,
+    checkpoint: str | os.PathLike | None = None,
+) -> Path:
+    """The file `load_run_model` reads for these arguments (see there).
+
+    Raises:
+        ValueError: if both `model_file` and `checkpoint` are given.
+        FileNotFoundError: naming the missing file.
+    """
+    if model_file is not None and checkpoint is not None:
+        raise ValueError(
+            f"give model_file or checkpoint, not both; got model_file={model_file!r}, "
+            f"checkpoint={checkpoint!r}"
+        )
+    if checkpoint is not None:
+        return resolve_checkpoint(run_dir, checkpoint)
+    if model_file is not None:
+        path = Path(run_dir) / model_file
+        if not path.is_file():
+            raise FileNotFoundError(f"no model at {path}; train one with tools/train.py")
+        return path
+    path = Path(run_dir) / MODEL_FILE
+    if path.is_file():
+        return path
+    try:
+        return _last_checkpoint(run_dir)
+    except FileNotFoundError as error:
+        raise FileNotFoundError(
+            f"no model at {path} and {error}; train one with tools/train.py"
+        ) from error
+
+
+def load_checkpoint(
+    run_dir: str | os.PathLike,
+    path: str | os.PathLike,
+    tokenizer: SubwordTokenizer | None = None,
+) -> Transformer:
+    """The run's model rebuilt from `config.json`, holding the weights of `path`.
+
+    Args:
+        run_dir: a folder written by `tools/train.py`.
+        path: a `.weights.h5` file saved from the run's model.
+        tokenizer: the run's tokenizer, if already loaded.
+
+    Returns:
+        The model.
+
+    Raises:
+        FileNotFoundError: naming a missing file.
+        ValueError: naming the checkpoint if it does not hold exactly the model's weights or
+            cannot be read, or naming `config.json` (see `build_run_model`).
+    """
+    model = build_run_model(run_dir, tokenizer)
+    check_layouts(model, [path])
+    model.load_weights(str(path))
+    return model
+
+
+def load_run_model(
+    run_dir: str | os.PathLike,
+    model_file: str | os.PathLike | None = None,
+    checkpoint: str | os.PathLike | None = None,
+) -> tuple[keras.Model, SubwordTokenizer]:
+    """The model and tokenizer of a run folder, finished or still training.
+
+    With neither `model_file` nor `checkpoint`: `model.keras` if the run has finished, else
+    its last epoch checkpoint (`locate_run_model` tells which).
+
+    Args:
+        run_dir: a folder written by `tools/train.py`.
+        model_file: a model file in `run_dir` (or an absolute path), e.g. `"averaged.keras"`,
+            read with `keras.models.load_model`; a `.weights.h5` file is loaded as a
+            checkpoint.
+        checkpoint: weights to load into the model rebuilt from `config.json`: `"last"`,
+            `"best"`, a file name in `run_dir/checkpoints/` or a path (see
+            `resolve_checkpoint`).
+
+    Returns:
+        `(model, tokenizer)`.
+
+    Raises:
+        ValueError: if both `model_file` and `checkpoint` are given, or naming a file that
+            is corrupt or does not match the run's architecture.
+        FileNotFoundError: naming the missing file.
+    """
+    path = locate_run_model(run_dir, model_file, checkpoint)
+    tokenizer = load_run_tokenizer(run_dir)
+    if is_weights_file(path):
+        return load_checkpoint(run_dir, path, tokenizer), tokenizer
+    return keras.models.load_model(path), tokenizer

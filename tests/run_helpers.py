@@ -1,0 +1,61 @@
+"""Helpers shared by the tests that kill a training process and resume it."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+
+def logged_epochs(output_dir: Path) -> list[int]:
+    """The epochs of `output_dir/training_log.csv`, in file order ([] without the file)."""
+    path = output_dir / "training_log.csv"
+    if not path.exists():
+        return []
+    with path.open() as handle:
+        return [int(row["epoch"]) for row in csv.DictReader(handle)]
+
+
+def read_metadata(path: Path) -> dict | None:
+    """A backup's JSON metadata, `None` while it is missing or half-written."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def kill_when(command: list[str], ready: Callable[[], bool], timeout: float = 400) -> None:
+    """Starts `command` in its own session and SIGKILLs its process group once `ready()`.
+
+    Raises:
+        AssertionError: if the process ends first, or `ready()` stays false for `timeout` s.
+    """
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert process.poll() is None, "the run ended before it could be killed"
+            assert time.monotonic() < deadline, f"not ready to be killed within {timeout} s"
+            time.sleep(0.02)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def regression_batches(steps: int, batch: int):
+    """`steps` batches of a small regression task, the same in every epoch (no shuffling)."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(steps * batch, 4)).astype("float32")
+    y = np.tanh(x @ rng.normal(size=(4, 1))).astype("float32")
+    return tf.data.Dataset.from_tensor_slices((x, y)).batch(batch)

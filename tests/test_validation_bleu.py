@@ -1,0 +1,166 @@
+"""`ValidationBleu`: BLEU logged while training, the best weights kept, state kept on resume."""
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attention.data.generated_corpus import generated_splits
+from keras_attention.data.pipeline import encode_pairs, make_batches
+from keras_attention.data.tokenizer import SubwordTokenizer
+from keras_attention.evaluation import score, translate_all
+from keras_attention.export import Translator
+from keras_attention.training.recipe import compile_with_paper_recipe
+from keras_attention.validation_bleu import ValidationBleu, seeded_subset
+from tests.scripts.tiny_transformer import tiny_transformer
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="translation runs on TensorFlow only"
+)
+
+
+@pytest.fixture(scope="module")
+def setting():
+    splits = generated_splits(num_train=200, num_val=20, num_test=5, seed=0)
+    corpus = {
+        name: ([s for s, _ in pairs], [t for _, t in pairs]) for name, pairs in splits.items()
+    }
+    tokenizer = SubwordTokenizer.train(corpus["train"][0] + corpus["train"][1], 120)
+    encoded = encode_pairs(tokenizer, *corpus["train"], max_length=32)
+    train = make_batches(encoded, max_tokens=512, max_length=32, shuffle=False)
+    return tokenizer, train, corpus["val"]
+
+
+def compiled_model(tokenizer: SubwordTokenizer):
+    model = tiny_transformer(tokenizer.vocabulary_size)
+    compile_with_paper_recipe(model, warmup_steps=10, jit_compile=False)
+    return model
+
+
+class WeightsAtEpochEnd(keras.callbacks.Callback):
+    """Records the weights after every epoch (placed before the callback under test)."""
+
+    def __init__(self):
+        super().__init__()
+        self.weights = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.weights.append(self.model.get_weights())
+
+
+def scripted(callback: ValidationBleu, bleus: list[float]) -> list[int]:
+    """Replaces the translation with scores from a script; returns the list of epochs asked."""
+    asked = []
+
+    def evaluate():
+        asked.append(len(asked))
+        value = bleus[len(asked) - 1]
+        return {"bleu": value, "chrf": value + 1, "bleu_lowercase": value, "bleu_tokenized": value}
+
+    callback.evaluate = evaluate
+    return asked
+
+
+def read_rows(path: Path) -> list[dict]:
+    with path.open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_scores_are_logged_and_the_best_weights_kept(setting, tmp_path: Path):
+    tokenizer, train, (sources, references) = setting
+    model = compiled_model(tokenizer)
+    callback = ValidationBleu(
+        tokenizer, sources, references, every_epochs=1,
+        best_path=tmp_path / "best.weights.h5", state_path=tmp_path / "state.json",
+    )  # fmt: skip
+    scripted(callback, [10.0, 30.0, 20.0, 25.0])
+    recorder = WeightsAtEpochEnd()
+    log = tmp_path / "log.csv"
+    model.fit(train, epochs=4, verbose=0,
+              callbacks=[recorder, callback, keras.callbacks.CSVLogger(str(log))])  # fmt: skip
+    rows = read_rows(log)
+    assert [float(row["val_bleu"]) for row in rows] == [10.0, 30.0, 20.0, 25.0]
+    assert [float(row["val_chrf"]) for row in rows] == [11.0, 31.0, 21.0, 26.0]
+    elapsed = [float(row["elapsed_s"]) for row in rows]
+    assert elapsed == sorted(elapsed) and elapsed[0] > 0
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["best_epoch"] == 2 and state["best_bleu"] == 30.0
+    assert sorted(state["scores"]) == ["1", "2", "3", "4"]
+    # The best file holds epoch 2's weights, not the last epoch's.
+    best = compiled_model(tokenizer)
+    best.load_weights(tmp_path / "best.weights.h5")
+    for kept, expected in zip(best.get_weights(), recorder.weights[1], strict=True):
+        np.testing.assert_array_equal(kept, expected)
+    assert not np.allclose(recorder.weights[1][0], recorder.weights[3][0])
+
+
+def test_every_n_epochs_and_the_last(setting, tmp_path: Path):
+    tokenizer, train, (sources, references) = setting
+    model = compiled_model(tokenizer)
+    callback = ValidationBleu(tokenizer, sources, references, every_epochs=2)
+    asked = scripted(callback, [1.0, 2.0, 3.0])
+    log = tmp_path / "log.csv"
+    model.fit(train, epochs=5, verbose=0, callbacks=[callback, keras.callbacks.CSVLogger(str(log))])
+    values = [float(row["val_bleu"]) for row in read_rows(log)]
+    assert len(asked) == 3  # epochs 2, 4 and the last, 5
+    assert math.isnan(values[0]) and math.isnan(values[2])
+    assert (values[1], values[3], values[4]) == (1.0, 2.0, 3.0)
+
+
+def test_a_resumed_run_keeps_its_best_and_its_clock(setting, tmp_path: Path):
+    tokenizer, train, (sources, references) = setting
+    model = compiled_model(tokenizer)
+    arguments = dict(best_path=tmp_path / "best.weights.h5", state_path=tmp_path / "state.json")
+    first = ValidationBleu(tokenizer, sources, references, **arguments)
+    scripted(first, [40.0])
+    model.fit(train, epochs=1, verbose=0, callbacks=[first])
+    kept = (tmp_path / "best.weights.h5").read_bytes()
+    before = json.loads((tmp_path / "state.json").read_text())["elapsed_s"]
+
+    second = ValidationBleu(tokenizer, sources, references, **arguments)
+    scripted(second, [35.0])
+    model.fit(train, initial_epoch=1, epochs=2, verbose=0, callbacks=[second])
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["best_epoch"] == 1 and state["best_bleu"] == 40.0
+    assert (tmp_path / "best.weights.h5").read_bytes() == kept  # a worse epoch left it alone
+    assert state["elapsed_s"] > before
+    assert sorted(state["scores"]) == ["1", "2"]
+
+
+def test_the_scores_are_those_of_the_cached_search(setting):
+    tokenizer, train, (sources, references) = setting
+    model = compiled_model(tokenizer)
+    model.fit(train, epochs=2, verbose=0)
+    callback = ValidationBleu(tokenizer, sources, references, max_sentences=12, seed=3)
+    callback.set_model(model)
+    callback.on_train_begin()
+    keep = seeded_subset(len(sources), 12, 3)
+    translator = Translator(model, tokenizer, beam_size=1)
+    hypotheses, _ = translate_all(
+        lambda sentences: translator.translate(sentences), [sources[i] for i in keep]
+    )
+    expected = score(hypotheses, [references[i] for i in keep]).as_dict()
+    assert callback.evaluate() == pytest.approx(expected)
+
+
+def test_subsets_are_fixed_by_the_seed():
+    first = seeded_subset(100, 10, seed=0)
+    assert len(set(first)) == 10 and list(first) == sorted(first)
+    np.testing.assert_array_equal(first, seeded_subset(100, 10, seed=0))
+    assert not np.array_equal(first, seeded_subset(100, 10, seed=1))
+    np.testing.assert_array_equal(seeded_subset(5, None, 0), np.arange(5))
+    np.testing.assert_array_equal(seeded_subset(5, 50, 0), np.arange(5))
+    with pytest.raises(ValueError, match="size must be >= 1"):
+        seeded_subset(5, 0, 0)
+
+
+def test_bad_arguments_are_named(setting):
+    tokenizer, _, (sources, references) = setting
+    with pytest.raises(ValueError, match="equal length; got 20 and 19"):
+        ValidationBleu(tokenizer, sources, references[:-1])
+    with pytest.raises(ValueError, match="every_epochs must be an integer >= 1; got 0"):
+        ValidationBleu(tokenizer, sources, references, every_epochs=0)
