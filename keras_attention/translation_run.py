@@ -15,6 +15,7 @@ from pathlib import Path
 
 import keras
 
+from keras_attention.atomic_files import atomic_path, write_json_atomically
 from keras_attention.checkpoint_selection import (
     Selection,
     candidate_checkpoints,
@@ -53,18 +54,23 @@ DATASET_DEFAULTS = {
         validation_bleu_every=1,
         validation_bleu_sentences=300,
         average=[3],
+        beam_size=4,
+        alpha=0.6,
         model_overrides={"num_encoder_layers": 3, "num_decoder_layers": 3, "dropout": 0.1},
     ),
     "multi30k": dict(
         vocabulary_size=4000,
-        epochs=60,
+        epochs=45,
         max_tokens=4096,
         warmup_steps=2000,
         learning_rate_scale=2.5,
         validation_bleu_every=2,
-        validation_bleu_sentences=None,
+        validation_bleu_sentences=500,
         average=[5, 10],
-        model_overrides={},
+        beam_size=5,
+        alpha=1.0,
+        # Pre-LN: post-LN stalls at this peak learning rate (4.9e-3); see README.
+        model_overrides={"norm_first": True},
     ),
 }
 
@@ -134,8 +140,8 @@ class TrainConfig:
     validation_bleu_every: int | None = None
     validation_bleu_sentences: int | None = None
     average: list[int] | None = None
-    beam_size: int = 4
-    alpha: float = 0.6
+    beam_size: int | None = None
+    alpha: float | None = None
     backup_every_steps: int | None = None
 
     def resolved(self) -> "TrainConfig":
@@ -220,21 +226,6 @@ def _resolve_jit(jit_compile: bool | None) -> bool:
     return bool(tf.config.list_logical_devices("GPU"))
 
 
-def _write_json(path: Path, data: dict) -> None:
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
-        json.dump(data, tmp, indent=2)
-    os.replace(tmp.name, path)
-
-
-def _save_model_atomically(model: keras.Model, path: Path) -> None:
-    staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=".saving-"))
-    try:
-        model.save(staging / path.name)
-        os.replace(staging / path.name, path)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
 def _tokenizer_for(
     output_dir: Path, sources: list[str], targets: list[str], size: int, strategy
 ) -> SubwordTokenizer:
@@ -284,7 +275,7 @@ def train_translator(config: TrainConfig) -> TrainResult:
 def _train(
     config: TrainConfig, strategy, output_dir: Path, write_dir: Path, chief: bool
 ) -> TrainResult:
-    _write_json(write_dir / "config.json", dataclasses.asdict(config))
+    write_json_atomically(write_dir / "config.json", dataclasses.asdict(config))
     keras.utils.set_random_seed(config.seed)
 
     corpus = load_corpus(config.dataset, config.data_dir, seed=config.seed)
@@ -350,8 +341,9 @@ def _train(
     finally:
         keras.config.set_dtype_policy(previous_policy)
     model_path = write_dir / "model.keras"
-    _save_model_atomically(model, model_path)
-    _write_json(write_dir / "test_metrics.json", test_metrics)
+    with atomic_path(model_path) as tmp:
+        model.save(tmp)
+    write_json_atomically(write_dir / "test_metrics.json", test_metrics)
     if (write_dir / "training_log.csv").is_file():
         plot_learning_curve(write_dir / "training_log.csv", write_dir / "learning_curve.png")
     return TrainResult(
@@ -423,7 +415,7 @@ def _select(
     }
     if validation_bleu is not None:
         record["training_seconds"] = validation_bleu.state["elapsed_s"]
-    _write_json(write_dir / "bleu.json", record)
+    write_json_atomically(write_dir / "bleu.json", record)
     return selection
 
 
@@ -514,6 +506,6 @@ def export_and_evaluate(
             "export_and_test_seconds": time.monotonic() - started,
         }
     )
-    _write_json(bleu_path, record)
+    write_json_atomically(bleu_path, record)
     examples = list(zip(sources[:num_examples], hypotheses[:num_examples], strict=True))
     return ServingCheck(export_path, examples, scores)

@@ -3,7 +3,6 @@ cached search, logs sacreBLEU and chrF, and keeps the best weights."""
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from keras_attention.atomic_files import write_json_atomically
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.evaluation import score, translate_all
 from keras_attention.export import Translator
@@ -18,12 +18,6 @@ from keras_attention.export import Translator
 # Keys added to the epoch logs (so to `training_log.csv` and TensorBoard) every epoch; NaN on
 # epochs without a translation, so that every CSV row has the same columns.
 LOG_KEYS = ("val_bleu", "val_chrf", "val_bleu_tokenized", "elapsed_s")
-
-
-def _write_json_atomically(path: Path, data: dict) -> None:
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
-        json.dump(data, tmp, indent=2)
-    os.replace(tmp.name, path)
 
 
 def seeded_subset(count: int, size: int | None, seed: int) -> np.ndarray:
@@ -160,7 +154,7 @@ class ValidationBleu(keras.callbacks.Callback):
         logs["elapsed_s"] = elapsed
         self.state["elapsed_s"] = elapsed
         if self.state_path is not None:
-            _write_json_atomically(self.state_path, self.state)
+            write_json_atomically(self.state_path, self.state)
 
     def _save_best(self) -> None:
         self.best_path.parent.mkdir(parents=True, exist_ok=True)

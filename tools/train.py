@@ -119,8 +119,10 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool]:
         metavar="K",
         help="end-of-run candidates: averages of the last K and of the best K checkpoints",
     )
-    parser.add_argument("--beam-size", type=int, default=DEFAULTS.beam_size)
-    parser.add_argument("--alpha", type=float, default=DEFAULTS.alpha, help="length penalty")
+    parser.add_argument("--beam-size", type=int, default=None, help="default: per dataset")
+    parser.add_argument(
+        "--alpha", type=float, default=None, help="length penalty (default: per dataset)"
+    )
     parser.add_argument(
         "--backup-every-steps",
         type=int,
