@@ -60,13 +60,13 @@ DATASET_DEFAULTS = {
     ),
     "multi30k": dict(
         vocabulary_size=4000,
-        epochs=45,
+        epochs=41,
         max_tokens=4096,
         warmup_steps=2000,
         learning_rate_scale=2.5,
         validation_bleu_every=2,
         validation_bleu_sentences=500,
-        average=[5, 10],
+        average=[10],
         beam_size=5,
         alpha=1.0,
         # Pre-LN: post-LN stalls at this peak learning rate (4.9e-3); see README.
