@@ -3,13 +3,26 @@
 A user error (a bad argument, a missing or corrupt file, undecodable text) is not a bug, so it
 gets no traceback: the tool prints one line naming the argument or the file and exits
 non-zero. Anything else still raises, with its traceback, because it is a bug.
+
+The helpers here check what a tool will write before it does any work (`check_output_file`,
+`check_output_dir`), read its text input with errors that name the file and line
+(`read_input_lines`), and turn the errors of bad files into that one line (`user_errors`).
+This module itself needs only the standard library (and `keras_attention.data.text_files`
+for `read_input_lines`), but importing it runs `keras_attention/__init__.py`, which loads
+Keras and TensorFlow: a tool sets `TF_CPP_MIN_LOG_LEVEL` before importing it.
 """
 
 import argparse
+import contextlib
+import os
 import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import NoReturn
 
 EXIT_USER_ERROR = 2
+STDIN = "-"
+STDIN_NAME = "<stdin>"
 
 
 class UserError(Exception):
@@ -28,3 +41,136 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         fail(message)
+
+
+@contextlib.contextmanager
+def user_errors(*kinds: type[Exception]) -> Iterator[None]:
+    """Reports the errors of the block that a user caused with `fail`: one line, status 2.
+
+    Wrap only the calls that read or write the user's files: the library raises
+    `FileNotFoundError`/`OSError` and `ValueError` naming the file (and calling it corrupt
+    where it is) for those. Other errors, bugs, keep their traceback.
+
+    Args:
+        *kinds: the exception types to report (default: `OSError` and `ValueError`);
+            `UserError` always is.
+
+    Example:
+
+    >>> with user_errors():
+    ...     model, tokenizer = load_run_model(args.run_dir)
+    """
+    reported = (UserError, *(kinds or (OSError, ValueError)))
+    try:
+        yield
+    except reported as error:
+        fail(str(error))
+
+
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse `type` for integers >= `minimum`; argparse names the argument."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}; got {value}")
+        return value
+
+    return parse
+
+
+def non_negative_float(text: str) -> float:
+    """An argparse `type` for finite numbers >= 0 (e.g. a length-penalty exponent)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number; got {text!r}") from None
+    if not 0.0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0; got {text}")
+    return value
+
+
+def _check_writable_folder(folder: Path, argument: str, path: str | os.PathLike) -> None:
+    """Raises `UserError` unless `folder` is an existing folder this process may write in."""
+    if not folder.exists():
+        raise UserError(f"{argument} {path}: the folder {folder} does not exist")
+    if not folder.is_dir():
+        raise UserError(f"{argument} {path}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"{argument} {path}: the folder {folder} is not writable")
+
+
+def check_output_file(path: str | os.PathLike, argument: str) -> None:
+    """Checks, before any work, that a file can be written at `path`.
+
+    Its folder must exist and be writable, and `path` must not be a folder. An existing file
+    is fine (it is replaced).
+
+    Args:
+        path: the file the tool will write.
+        argument: the option that named it, e.g. `"--hypotheses"`, for the message.
+
+    Raises:
+        UserError: naming `argument`, `path` and what is wrong.
+    """
+    if Path(path).is_dir():
+        raise UserError(f"{argument} {path}: is a folder; expected a file name")
+    _check_writable_folder(Path(path).parent, argument, path)
+
+
+def check_output_dir(path: str | os.PathLike, argument: str) -> None:
+    """Checks, before any work, that a folder can be created or written at `path`.
+
+    The folder may be missing (it is created, with its parents): its nearest existing
+    ancestor must then be a writable folder.
+
+    Args:
+        path: the folder the tool will write in.
+        argument: the option that named it, e.g. `"--export-dir"`, for the message.
+
+    Raises:
+        UserError: naming `argument`, `path` and what is wrong.
+    """
+    existing = Path(path)
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        raise UserError(f"{argument} {path}: {existing} is a file, not a folder")
+    _check_writable_folder(existing, argument, path)
+
+
+def read_input_lines(names: Sequence[str]) -> list[str]:
+    """The lines of UTF-8 text files and/or stdin (`"-"`), without line endings, in order.
+
+    Args:
+        names: file paths; `"-"` reads stdin (as bytes, whatever the locale).
+
+    Returns:
+        Every line of every input, in order.
+
+    Raises:
+        UserError: naming a file that cannot be read, or the file (`<stdin>` for stdin) and
+            line of text that is not valid UTF-8.
+    """
+    from keras_attention.data.text_files import decode_lines
+
+    lines = []
+    for name in names:
+        try:
+            if name == STDIN:
+                lines += decode_lines(sys.stdin.buffer, STDIN_NAME)
+                continue
+            with open(name, "rb") as handle:
+                lines += decode_lines(handle, name)
+        except IsADirectoryError:
+            raise UserError(f"input {name} is a folder; expected a text file") from None
+        except FileNotFoundError:
+            raise UserError(f"input file {name} does not exist") from None
+        except OSError as error:
+            raise UserError(f"cannot read the input file {name}: {error.strerror}") from None
+        except ValueError as error:
+            raise UserError(str(error)) from None
+    return lines

@@ -3,6 +3,7 @@
 import dataclasses
 import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import sacrebleu
@@ -161,12 +162,41 @@ def translate_all(
     return translations, scores
 
 
+def load_saved_model(path: str | os.PathLike) -> Callable:
+    """The translate function of an exported translator (`export/1`), with errors naming it.
+
+    Args:
+        path: a SavedModel version folder written by `export_translator`.
+
+    Returns:
+        Its `serving_default` signature (see `keras_attention.export.load_exported`).
+
+    Raises:
+        FileNotFoundError: naming `path` if it holds no `saved_model.pb`.
+        ValueError: naming `path` and calling it corrupt if it cannot be loaded or lacks the
+            translator's signature.
+    """
+    path = Path(path)
+    if not (path / "saved_model.pb").is_file():
+        raise FileNotFoundError(
+            f"no SavedModel at {path} (no saved_model.pb); give an exported version folder, "
+            "e.g. export/1"
+        )
+    # TensorFlow raises these for damaged protobufs and variables, and a missing signature.
+    try:
+        return load_exported(path)
+    except (OSError, LookupError, ValueError, tf.errors.OpError) as error:
+        raise ValueError(
+            f"the SavedModel {path} is corrupt or not an exported translator: {error}"
+        ) from error
+
+
 def load_translate_function(
     run_dir: str | os.PathLike | None = None,
     saved_model: str | os.PathLike | None = None,
     model_file: str | os.PathLike | None = None,
-    beam_size: int = 4,
-    alpha: float = 0.6,
+    beam_size: int | None = None,
+    alpha: float | None = None,
     checkpoint: str | os.PathLike | None = None,
 ) -> Callable:
     """The translate function of a run folder's model or of an exported SavedModel.
@@ -178,8 +208,10 @@ def load_translate_function(
         run_dir: a folder written by `train_translator` (its model and tokenizer).
         saved_model: an exported version folder (`export/1`); give this or `run_dir`.
         model_file: the model's file in `run_dir`, e.g. `averaged.keras`.
-        beam_size: with `run_dir`: beam width; 1 means greedy search.
-        alpha: with `run_dir`: length-penalty exponent.
+        beam_size: with `run_dir`: beam width; 1 means greedy search. Default: the run's
+            (`config.json`'s `beam_size`, 4 for runs without one; see
+            `run_files.run_beam_search`).
+        alpha: with `run_dir`: length-penalty exponent. Default: the run's (0.6 without one).
         checkpoint: with `run_dir`, instead of `model_file`: weights loaded into the model
             rebuilt from the run's `config.json`: `"last"`, `"best"`, a file name in
             `run_dir/checkpoints/` or a path. With neither, `model.keras` if the run has
@@ -196,10 +228,13 @@ def load_translate_function(
             f"saved_model={saved_model!r}"
         )
     if saved_model is not None:
-        return load_exported(saved_model)
+        return load_saved_model(saved_model)
     # `run_files`, not `translation_run` (which imports this module): no import cycle.
-    from keras_attention.run_files import load_run_model
+    from keras_attention.run_files import load_run_model, run_beam_search
 
+    run_beam_size, run_alpha = run_beam_search(run_dir)  # a corrupt config.json fails first
+    beam_size = run_beam_size if beam_size is None else beam_size
+    alpha = run_alpha if alpha is None else alpha
     model, tokenizer = load_run_model(run_dir, model_file, checkpoint)
     translator = Translator(model, tokenizer, beam_size, alpha)
 

@@ -1,18 +1,22 @@
 """The translator as a SavedModel for TensorFlow Serving: strings in, strings out.
 
-The `serving_default` signature takes `sentences` (a batch of `tf.string`) and returns
-`translations` (`tf.string`) and `scores` (`float32`, the length-penalised beam score; the
-sum of log-probabilities for greedy search, `beam_size=1`). The
+The `serving_default` signature takes `sentences` (a vector, rank 1, of `tf.string`; any other
+rank is refused with an error giving it) and returns `translations` (`tf.string`, one per
+sentence) and `scores` (`float32`, the length-penalised beam score; the sum of log-probabilities
+for greedy search, `beam_size=1`). The
 subword tokenizer (tensorflow-text), beam search and detokenizer are all in the graph; only
 TensorFlow and tensorflow-text ops are used, so TF Serving (which links both) runs it with
 no Python.
 """
 
+import contextlib
+import fcntl
 import numbers
 import os
 import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import keras
@@ -24,6 +28,14 @@ from keras_attention.decoding import DEFAULT_EXTRA_LENGTH, beam_search, greedy_s
 
 SIGNATURE_KEY = "serving_default"
 SENTENCES_SPEC = tf.TensorSpec([None], tf.string, name="sentences")
+SENTENCES_RANK_ERROR = "sentences must be a vector (rank 1) of strings; got rank"
+# A staging folder of `export_translator`: `tempfile.mkdtemp(prefix=f".{version}-")`, which
+# adds 8 characters of `tempfile`'s alphabet; its lock file is held while the export runs.
+STAGING_NAME = re.compile(r"\.(\d+)-[a-z0-9_]{8}")
+STAGING_LOCK = "export.lock"
+# A staging folder without its lock file is either being created (for microseconds) or was
+# left by an export killed before locks existed; it is removed only once this old.
+UNLOCKED_STAGING_MAX_AGE_S = 3600
 
 
 def _check_int(name: str, value, minimum: int) -> None:
@@ -32,12 +44,49 @@ def _check_int(name: str, value, minimum: int) -> None:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {name}={value!r}")
 
 
+def check_sentences(sentences):
+    """`sentences` as a `tf.string` vector (static shape `[None]`), once it is known to be one.
+
+    A rank known now (eager tensors, or a graph traced with a known rank) is checked now; in a
+    graph the rank is also checked when the graph runs. That second check matters for the
+    exported signature: it declares the shape `[None]`, but neither a signature loaded with
+    `tf.saved_model.load` nor a `Session` fed as TF Serving feeds it checks a declared shape,
+    and TensorFlow's graph optimiser takes the declaration at its word (it folds `tf.rank` of
+    such an input to 1, and a matrix would then silently give one translation per element).
+    The rank is therefore read from a copy of the input's shape that TensorFlow cannot see
+    through (serialized and parsed back, a few bytes).
+
+    Args:
+        sentences: a `tf.string` tensor, or anything `tf.convert_to_tensor` makes one of.
+
+    Raises:
+        ValueError: if the rank is known now and is not 1: "sentences must be a vector (rank 1)
+            of strings; got rank R (shape S)".
+        tf.errors.InvalidArgumentError: the same message, when a graph runs on such an input.
+    """
+    sentences = tf.convert_to_tensor(sentences, tf.string)
+    rank = sentences.shape.rank
+    if rank is not None and rank != 1:
+        raise ValueError(f"{SENTENCES_RANK_ERROR} {rank} (shape {sentences.shape.as_list()})")
+    if tf.executing_eagerly():
+        return sentences
+    shape = tf.io.parse_tensor(tf.io.serialize_tensor(tf.shape(sentences)), tf.int32)
+    runtime_rank = tf.size(shape)
+    message = tf.strings.format(f"{SENTENCES_RANK_ERROR} {{}} (shape {{}})", (runtime_rank, shape))
+    with tf.control_dependencies([tf.debugging.Assert(tf.equal(runtime_rank, 1), [message])]):
+        checked = tf.identity(sentences)
+    checked.set_shape([None])  # known from here on, also where it was not (the tokenizer needs it)
+    return checked
+
+
 class Translator(tf.Module):
     """A trained `Transformer` and its tokenizer: raw sentences in, translations out.
 
     Robust to any request: invalid UTF-8 is repaired (U+FFFD), surrounding whitespace is
     stripped, over-long inputs are cut to `max_source_length` tokens, an empty or blank
-    sentence translates to `""`, and an empty batch gives an empty batch.
+    sentence translates to `""`, and an empty batch gives an empty batch. A batch must be a
+    vector (rank 1) of strings: a scalar or a matrix is refused with an error giving its rank
+    (see `check_sentences`), never translated element by element.
 
     Args:
         model: the trained `Transformer`.
@@ -99,18 +148,28 @@ class Translator(tf.Module):
             extra_length=self.extra_length,
         )
 
-    @tf.function(input_signature=[SENTENCES_SPEC])
     def translate(self, sentences):
         """Translates a batch of sentences (one compiled graph); see the class docstring.
 
+        Args:
+            sentences: a vector (rank 1) of strings: a `tf.string` tensor, or a list of `str`
+                or `bytes`.
+
         Returns:
             `{"translations": tf.string (batch,), "scores": float32 (batch,)}`.
+
+        Raises:
+            ValueError: if `sentences` is not a vector, giving its rank.
         """
+        return self._translate(check_sentences(sentences))
+
+    @tf.function(input_signature=[SENTENCES_SPEC])
+    def _translate(self, sentences):
         return self.translate_graph(sentences)
 
     def translate_graph(self, sentences):
         """The body of `translate`, to be traced by `tf.function` or `ExportArchive`."""
-        source_ids, lengths = self.encode(sentences)
+        source_ids, lengths = self.encode(check_sentences(sentences))
 
         def search():
             tokens, scores = self._search(source_ids)
@@ -124,6 +183,88 @@ class Translator(tf.Module):
         translations = tf.where(blank, tf.constant(""), translations)
         scores = tf.where(blank, tf.zeros_like(scores), scores)
         return {"translations": translations, "scores": scores}
+
+
+def _lock_staging(staging: Path):
+    """Creates `staging/export.lock`, locked (`flock`) until the returned file is closed.
+
+    The file is locked under another name and then renamed, so an `export.lock` that another
+    export can see is always locked while this export runs.
+    """
+    pending = staging / f"{STAGING_LOCK}.new"
+    lock = open(pending, "wb")  # noqa: SIM115 (held open for the whole export)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        os.rename(pending, staging / STAGING_LOCK)
+    except BaseException:
+        lock.close()
+        raise
+    return lock
+
+
+@contextlib.contextmanager
+def _claim_if_stale(staging: Path):
+    """Yields whether `staging` was left by an export that no longer runs, holding its lock.
+
+    Stale: its lock file is free (the system frees a process's locks when it ends, killed or
+    not) or, lacking a lock file, the folder is older than `UNLOCKED_STAGING_MAX_AGE_S`.
+    """
+    try:
+        # Writable: `flock` over NFS is emulated with `fcntl` locks, which need it.
+        lock = open(staging / STAGING_LOCK, "r+b")  # noqa: SIM115 (closed below)
+    except FileNotFoundError:
+        try:
+            age = time.time() - staging.stat().st_mtime
+        except FileNotFoundError:
+            age = 0.0  # removed meanwhile by another export
+        yield age > UNLOCKED_STAGING_MAX_AGE_S
+        return
+    except PermissionError:
+        yield False  # another user's export: not ours to judge
+        return
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False  # a running export holds it
+            return
+        yield True
+
+
+def remove_stale_staging(export_dir: str | os.PathLike) -> list[Path]:
+    """Removes the staging folders that killed exports left in `export_dir`.
+
+    A folder is removed only if its name is exactly that of `export_translator`'s staging
+    folders (`.<version>-` and 8 characters of `tempfile`'s alphabet, e.g. `.3-k2j_x9ab`) and no
+    export is using it: a running export holds a lock on its `export.lock` (the system frees
+    it when the process ends, even when killed), and a folder without that file counts as in
+    use until it is `UNLOCKED_STAGING_MAX_AGE_S` seconds old (it is being created, or was left
+    by an older version of this module). If a killed export had moved the version it was
+    overwriting into its staging folder (as `old`) and that version folder is missing, the
+    old version is put back first, so nothing is lost. Nothing else is touched.
+
+    Args:
+        export_dir: the model's folder.
+
+    Returns:
+        The staging folders removed.
+    """
+    export_dir = Path(export_dir)
+    removed = []
+    for staging in sorted(export_dir.iterdir()):
+        match = STAGING_NAME.fullmatch(staging.name)
+        if match is None or staging.is_symlink() or not staging.is_dir():
+            continue
+        with _claim_if_stale(staging) as stale:
+            if not stale:
+                continue
+            target = export_dir / str(int(match.group(1)))
+            with contextlib.suppress(FileNotFoundError):
+                if (staging / "old").is_dir() and not target.exists():
+                    os.rename(staging / "old", target)  # undoes the killed overwrite
+            shutil.rmtree(staging, ignore_errors=True)
+        removed.append(staging)
+    return removed
 
 
 def _next_version(export_dir: Path) -> int:
@@ -165,6 +306,12 @@ def export_translator(
     beside the target and is renamed into place only when complete, so a failed export
     leaves no half-written version folder.
 
+    A killed export cannot remove its temporary folder (`.<version>-xxxxxxxx`); each export
+    first removes those of exports that no longer run (see `remove_stale_staging`: only
+    folders named exactly so, not locked by a running export, and restoring a version that a
+    killed overwrite had moved aside). Exports running at the same time into one folder are
+    safe: each leaves the others' temporary folders alone.
+
     Args:
         translator: the `Translator`.
         export_dir: the model's folder, as TF Serving's `--model_base_path`.
@@ -182,12 +329,15 @@ def export_translator(
         _check_int("version", version, 0)
     export_dir = Path(export_dir)
     export_dir.mkdir(parents=True, exist_ok=True)
+    remove_stale_staging(export_dir)
     version = _next_version(export_dir) if version is None else version
     target = export_dir / str(version)
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} exists; pass overwrite=True or another version")
     staging = Path(tempfile.mkdtemp(dir=export_dir, prefix=f".{version}-"))
+    lock = None
     try:
+        lock = _lock_staging(staging)  # held until the staging folder is gone
         archive = keras.export.ExportArchive()
         archive.track(translator.model)
         archive.track(translator.tokenizer)
@@ -198,6 +348,8 @@ def export_translator(
         _move_into_place(staging, target, overwrite)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if lock is not None:
+            lock.close()
     return target
 
 

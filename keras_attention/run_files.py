@@ -6,12 +6,18 @@ A run folder written by `tools/train.py` holds `config.json`, `tokenizer.model`,
 `config.json` and the tokenizer's vocabulary size, so that a run can be scored or averaged
 while it still trains.
 
+Every file is read with errors that name it: a missing one raises `FileNotFoundError`, a
+corrupt one (truncated, not JSON, not a Keras or HDF5 file) a `ValueError` that calls it
+corrupt.
+
 This module imports neither `translation_run` nor `evaluation` (both use it).
 """
 
 import contextlib
 import json
+import numbers
 import os
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +25,11 @@ import keras
 
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.models import Transformer
-from keras_attention.training.checkpoints import check_layouts, last_checkpoints
+from keras_attention.training.checkpoints import (
+    check_layouts,
+    last_checkpoints,
+    load_weights_file,
+)
 
 CONFIG_FILE = "config.json"
 TOKENIZER_FILE = "tokenizer.model"
@@ -29,6 +39,9 @@ BEST_CHECKPOINT = "best.weights.h5"
 WEIGHTS_SUFFIX = ".weights.h5"
 # The fields of `config.json` that the model is rebuilt from.
 MODEL_FIELDS = ("preset", "model_overrides")
+# The beam search of runs whose config.json predates its `beam_size` and `alpha` fields.
+DEFAULT_BEAM_SIZE = 4
+DEFAULT_ALPHA = 0.6
 
 
 def read_run_config(run_dir: str | os.PathLike) -> dict:
@@ -42,7 +55,8 @@ def read_run_config(run_dir: str | os.PathLike) -> dict:
 
     Raises:
         FileNotFoundError: if `config.json` is missing (naming it).
-        ValueError: if it is not a JSON object or lacks a field the model needs (naming it).
+        ValueError: naming it if it is corrupt (not valid UTF-8 JSON, or not a JSON object)
+            or lacks a field the model needs.
     """
     path = Path(run_dir) / CONFIG_FILE
     if not path.is_file():
@@ -50,9 +64,11 @@ def read_run_config(run_dir: str | os.PathLike) -> dict:
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path} is not valid JSON: {error}") from error
+        raise ValueError(f"{path} is corrupt: not valid JSON ({error})") from error
     if not isinstance(config, dict):
-        raise ValueError(f"{path} must hold a JSON object; got {type(config).__name__}")
+        raise ValueError(
+            f"{path} is corrupt: it must hold a JSON object; got {type(config).__name__}"
+        )
     missing = [name for name in MODEL_FIELDS if name not in config]
     if missing:
         raise ValueError(f"{path} lacks the field(s) {', '.join(missing)}")
@@ -63,18 +79,50 @@ def read_run_config(run_dir: str | os.PathLike) -> dict:
     return config
 
 
+def run_beam_search(run_dir: str | os.PathLike) -> tuple[int, float]:
+    """The beam width and length-penalty exponent a run decodes with.
+
+    They are `config.json`'s `beam_size` and `alpha` (the dataset's, e.g. 5 and 1.0 for
+    Multi30k); runs that predate those fields, or folders without `config.json` (a model
+    copied with its tokenizer), get `DEFAULT_BEAM_SIZE` and `DEFAULT_ALPHA` (4 and 0.6).
+
+    Args:
+        run_dir: a folder written by `tools/train.py`.
+
+    Returns:
+        `(beam_size, alpha)`.
+
+    Raises:
+        ValueError: naming `config.json` if it is corrupt or holds an invalid value.
+    """
+    path = Path(run_dir) / CONFIG_FILE
+    if not path.is_file():
+        return DEFAULT_BEAM_SIZE, DEFAULT_ALPHA
+    config = read_run_config(run_dir)
+    beam_size, alpha = config.get("beam_size"), config.get("alpha")
+    beam_size = DEFAULT_BEAM_SIZE if beam_size is None else beam_size
+    alpha = DEFAULT_ALPHA if alpha is None else alpha
+    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"beam_size in {path} must be an integer >= 1; got {beam_size!r}")
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or alpha < 0:
+        raise ValueError(f"alpha in {path} must be a number >= 0; got {alpha!r}")
+    return beam_size, float(alpha)
+
+
 def load_run_tokenizer(run_dir: str | os.PathLike) -> SubwordTokenizer:
     """The tokenizer of a run (`tokenizer.model`).
 
     Raises:
         FileNotFoundError: if the file is missing (naming it).
-        ValueError: if it is not a SentencePiece model of this library (naming it).
+        ValueError: naming it if it is corrupt (not a SentencePiece model of this library).
     """
     path = Path(run_dir) / TOKENIZER_FILE
     try:
         return SubwordTokenizer.load(path)
     except ValueError as error:
-        raise ValueError(f"cannot read the tokenizer {path}: {error}") from error
+        raise ValueError(
+            f"{path} is corrupt or not a SentencePiece model of this library: {error}"
+        ) from error
 
 
 @contextlib.contextmanager
@@ -160,6 +208,7 @@ def resolve_checkpoint(run_dir: str | os.PathLike, checkpoint: str | os.PathLike
 
     Raises:
         FileNotFoundError: naming the file (or folder, for `"last"`) that is missing.
+        IsADirectoryError: naming `checkpoint` if it is a folder.
     """
     folder = Path(run_dir) / CHECKPOINT_DIR
     if checkpoint == "last":
@@ -170,6 +219,8 @@ def resolve_checkpoint(run_dir: str | os.PathLike, checkpoint: str | os.PathLike
         path = folder / checkpoint
     else:
         path = Path(checkpoint)
+    if path.is_dir():
+        raise IsADirectoryError(f"checkpoint {path} is a folder; expected a .weights.h5 file")
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint file {path}")
     return path
@@ -231,13 +282,41 @@ def load_checkpoint(
 
     Raises:
         FileNotFoundError: naming a missing file.
-        ValueError: naming the checkpoint if it does not hold exactly the model's weights or
-            cannot be read, or naming `config.json` (see `build_run_model`).
+        ValueError: naming the checkpoint if it is corrupt or does not hold exactly the
+            model's weights, or naming `config.json` (see `build_run_model`).
     """
     model = build_run_model(run_dir, tokenizer)
     check_layouts(model, [path])
-    model.load_weights(str(path))
+    load_weights_file(model, path)
     return model
+
+
+def load_model_file(path: str | os.PathLike) -> keras.Model:
+    """`keras.models.load_model(path)`, with errors that name the file.
+
+    Args:
+        path: a `.keras` file saved from a model of this library.
+
+    Returns:
+        The model.
+
+    Raises:
+        FileNotFoundError: naming `path` if it does not exist.
+        ValueError: naming `path` and calling it corrupt if it is not a readable `.keras`
+            archive (e.g. truncated) or does not hold a model of this library.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no model file {path}")
+    if not zipfile.is_zipfile(path):  # Keras says "File not found" for these
+        raise ValueError(f"{path} is corrupt or not a Keras model file (not a .keras archive)")
+    # Keras and h5py raise these for damaged archive members; nothing else reads the file.
+    try:
+        return keras.models.load_model(path)
+    except (zipfile.BadZipFile, OSError, RuntimeError, KeyError, ValueError) as error:
+        raise ValueError(
+            f"{path} is corrupt or not a Keras model of this library: {error}"
+        ) from error
 
 
 def load_run_model(
@@ -271,4 +350,4 @@ def load_run_model(
     tokenizer = load_run_tokenizer(run_dir)
     if is_weights_file(path):
         return load_checkpoint(run_dir, path, tokenizer), tokenizer
-    return keras.models.load_model(path), tokenizer
+    return load_model_file(path), tokenizer

@@ -9,12 +9,14 @@ through the loaded signature. TensorFlow only (the export is a TensorFlow SavedM
 """
 
 import ast
+import fcntl
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import keras
@@ -22,13 +24,22 @@ import numpy as np
 import pytest
 import sentencepiece
 import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2
 from tensorflow.python.framework import op_def_registry
 
 from keras_attention.data.generated_corpus import generated_splits
 from keras_attention.data.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.decoding import beam_search, greedy_search
-from keras_attention.export import SIGNATURE_KEY, Translator, export_translator, load_exported
+from keras_attention.export import (
+    SIGNATURE_KEY,
+    STAGING_LOCK,
+    UNLOCKED_STAGING_MAX_AGE_S,
+    Translator,
+    export_translator,
+    load_exported,
+    remove_stale_staging,
+)
 from keras_attention.models import Transformer
 from tests.conftest import to_numpy
 from tests.scripts.serve_check import saved_model_ops
@@ -76,7 +87,21 @@ BAD_REQUESTS = {
         ["", b"the \xc3\x28dog", LONG, "  ", "The dog sleeps."],
         [True, False, False, True, False],
     ),
+    "nul": (["the\x00dog", "\x00"], [False, False]),
 }
+# Requests that are not a vector of sentences, and their rank.
+NOT_VECTORS = {
+    "scalar": ("The dog sleeps.", 0),
+    "matrix": ([["The dog", "sleeps."], ["A cat", "runs."]], 2),
+    "column": ([["The dog sleeps."]], 2),
+    "empty_matrix": (np.zeros([3, 0], object), 2),
+    "rank_3": ([[["The dog sleeps."]]], 3),
+}
+
+
+def _rank_error(rank: int) -> str:
+    """The pattern of the error refusing a request of rank `rank`."""
+    return re.escape(f"sentences must be a vector (rank 1) of strings; got rank {rank} (shape ")
 
 
 def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -437,6 +462,67 @@ def test_bad_requests_get_one_string_per_input(
     np.testing.assert_allclose(scores, to_numpy(library["scores"]), atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("batch, rank", NOT_VECTORS.values(), ids=NOT_VECTORS.keys())
+def test_served_signature_refuses_what_is_not_a_vector(served, batch, rank: int):
+    """The signature declares the shape `[None]`, which a loaded signature does not enforce: a
+    matrix gave one translation per element and a scalar one translation, silently."""
+    with pytest.raises(tf.errors.InvalidArgumentError, match=_rank_error(rank)):
+        served(sentences=tf.constant(batch, tf.string))
+
+
+@pytest.mark.parametrize("batch, rank", NOT_VECTORS.values(), ids=NOT_VECTORS.keys())
+def test_freshly_loaded_signature_refuses_what_is_not_a_vector(exported: Path, batch, rank: int):
+    """`tf.saved_model.load` itself (not `load_exported`), called with a positional argument."""
+    signature = tf.saved_model.load(str(exported)).signatures[SIGNATURE_KEY]
+    with pytest.raises(tf.errors.InvalidArgumentError, match=_rank_error(rank)):
+        signature(tf.constant(batch, tf.string))
+    assert signature(tf.constant(["the dog", ""]))["translations"].shape == (2,)  # still serves
+
+
+def test_session_fed_as_tf_serving_refuses_what_is_not_a_vector(exported: Path):
+    """TF Serving runs the signature in a `Session` and checks no declared shape; a callable
+    made from `CallableOptions` feeds the same way (`Session.run` would check in Python)."""
+    with tf.Graph().as_default() as graph, tf.compat.v1.Session(graph=graph) as session:
+        meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(exported))
+        signature = meta_graph.signature_def[SIGNATURE_KEY]
+        options = config_pb2.CallableOptions()
+        options.feed.append(signature.inputs["sentences"].name)
+        options.fetch.append(signature.outputs["translations"].name)
+        run = session._make_callable_from_options(options)
+        for batch, rank in NOT_VECTORS.values():
+            with pytest.raises(tf.errors.InvalidArgumentError, match=_rank_error(rank)):
+                run(np.array(batch, object))
+        (translations,) = run(np.array(["the dog", ""], object))
+        assert translations.shape == (2,) and translations[1] == b""
+
+
+@pytest.mark.parametrize("batch, rank", NOT_VECTORS.values(), ids=NOT_VECTORS.keys())
+def test_translator_refuses_what_is_not_a_vector(translator: Translator, batch, rank: int):
+    with pytest.raises(ValueError, match=_rank_error(rank)):
+        translator.translate(batch)
+    with pytest.raises(ValueError, match=_rank_error(rank)):
+        translator.translate(tf.constant(batch, tf.string))
+
+
+def test_translator_in_a_graph_of_unknown_rank_refuses_what_is_not_a_vector(
+    translator: Translator,
+):
+    @tf.function(input_signature=[tf.TensorSpec(None, tf.string)])
+    def translations(sentences):
+        return translator.translate_graph(sentences)["translations"]
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match=_rank_error(2)):
+        translations(tf.constant([["the dog"], ["a cat"]]))
+    assert translations(tf.constant(["the dog", "a cat"])).shape == (2,)
+
+
+def test_translator_accepts_python_lists(translator: Translator):
+    from_list = translator.translate(["the dog", b"\xffa cat", ""])
+    from_tensor = translator.translate(tf.constant(["the dog", b"\xffa cat", ""]))
+    assert _texts(from_list["translations"]) == _texts(from_tensor["translations"])
+    assert translator.translate([])["translations"].shape == (0,)
+
+
 # TF Serving's REST and gRPC bodies, converted as the server does.
 
 
@@ -561,3 +647,94 @@ def test_bad_version_is_rejected(translator: Translator, tmp_path: Path, version
 def test_translator_rejects_bad_arguments(model, tokenizer, argument: str, value):
     with pytest.raises(ValueError, match=argument):
         Translator(model, tokenizer, **{argument: value})
+
+
+# Leftovers of killed exports.
+
+
+def _staging(export_dir: Path, name: str, lock: bool = False, age_s: float = 0.0) -> Path:
+    """A staging folder as an export leaves it: a half-written model, a free lock file if
+    `lock`, last modified `age_s` seconds ago."""
+    staging = export_dir / name
+    (staging / "model").mkdir(parents=True)
+    (staging / "model" / "saved_model.pb").write_bytes(b"half-written")
+    if lock:
+        (staging / STAGING_LOCK).touch()
+    stamp = time.time() - age_s
+    for path in (staging / "model", staging):
+        os.utime(path, (stamp, stamp))
+    return staging
+
+
+def test_export_removes_staging_folders_of_killed_exports(translator: Translator, tmp_path: Path):
+    old = UNLOCKED_STAGING_MAX_AGE_S + 60
+    killed = [
+        _staging(tmp_path, ".1-abc_1234", lock=True),  # lock freed when its process died
+        _staging(tmp_path, ".12-zz99zz99", lock=False, age_s=old),  # older module, long dead
+    ]
+    running = _staging(tmp_path, ".3-running1", lock=True)
+    kept = [
+        running,
+        _staging(tmp_path, ".4-creating", lock=False),  # no lock file yet: being created
+        *(
+            _staging(tmp_path, name, lock=True, age_s=old)
+            for name in (".5-abc", ".5-abcdefghi", ".x-abcdefgh", "5-abcdefgh", ".5-ABCDEFGH")
+        ),
+        _staging(tmp_path, ".git", age_s=old),
+    ]
+    (tmp_path / ".6-abcdefgh").write_text("a file, not a staging folder")
+    with open(running / STAGING_LOCK, "r+b") as held:  # the running export holds its lock
+        fcntl.flock(held, fcntl.LOCK_EX)
+        path = export_translator(translator, tmp_path)
+    assert path == tmp_path / "1"
+    assert (path / "saved_model.pb").is_file()
+    assert not any(staging.exists() for staging in killed)
+    assert all((folder / "model" / "saved_model.pb").is_file() for folder in kept)
+    expected = sorted(["1", ".6-abcdefgh", *(folder.name for folder in kept)])
+    assert sorted(os.listdir(tmp_path)) == expected
+
+
+def test_killed_overwrite_gets_its_old_version_back(exported: Path, tmp_path: Path):
+    """An overwrite killed between its two renames left version 1 only in its staging folder:
+    it is put back, not deleted."""
+    staging = _staging(tmp_path, ".1-killed_1", lock=True)
+    shutil.copytree(exported, staging / "old")
+    (staging / "old" / MARKER).write_text("old")
+    _old_version(exported, tmp_path, 2)
+    assert remove_stale_staging(tmp_path) == [staging]
+    assert sorted(os.listdir(tmp_path)) == ["1", "2"]
+    assert (tmp_path / "1" / MARKER).read_text() == "old"
+    assert (tmp_path / "1" / "saved_model.pb").read_bytes() == (
+        exported / "saved_model.pb"
+    ).read_bytes()
+
+
+def test_finished_export_killed_before_cleaning_up_keeps_the_new_version(
+    exported: Path, tmp_path: Path
+):
+    staging = _staging(tmp_path, ".1-killed_2", lock=True)
+    _old_version(exported, staging, 0).rename(staging / "old")  # the replaced version
+    new = _old_version(exported, tmp_path, 1)
+    (new / MARKER).write_text("new")
+    assert remove_stale_staging(tmp_path) == [staging]
+    assert sorted(os.listdir(tmp_path)) == ["1"]
+    assert (new / MARKER).read_text() == "new"
+
+
+def test_lock_of_a_killed_export_is_free(tmp_path: Path):
+    """A real process makes a staging folder and locks it as `export_translator` does, then
+    dies by SIGKILL (no clean-up runs): the next clean-up removes the folder."""
+    code = (
+        "import os, signal, sys, tempfile; from pathlib import Path; "
+        "from keras_attention import export; "
+        "staging = Path(tempfile.mkdtemp(dir=sys.argv[1], prefix='.7-')); "
+        "lock = export._lock_staging(staging); "
+        "print(staging.name, flush=True); os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    done = _run([sys.executable, "-c", code, str(tmp_path)], Path(__file__).parent.parent)
+    assert done.returncode == -9, done.stderr[-3000:]
+    (name,) = os.listdir(tmp_path)
+    assert name == done.stdout.strip()
+    assert sorted(os.listdir(tmp_path / name)) == [STAGING_LOCK]
+    assert remove_stale_staging(tmp_path) == [tmp_path / name]
+    assert os.listdir(tmp_path) == []

@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 import importlib.util
 import json
+import re
 import shutil
 from pathlib import Path
 from types import ModuleType
@@ -23,10 +24,13 @@ from keras_attention.data.generated_corpus import generate_pairs
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.models import Transformer
 from keras_attention.run_files import (
+    DEFAULT_ALPHA,
+    DEFAULT_BEAM_SIZE,
     build_run_model,
     load_run_model,
     locate_run_model,
     resolve_checkpoint,
+    run_beam_search,
 )
 from keras_attention.training.recipe import compile_with_paper_recipe
 from keras_attention.translation_run import TrainConfig, load_run
@@ -63,9 +67,9 @@ def run_model(run_dir: Path) -> Transformer:
     return model
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
-    path = tmp_path_factory.mktemp("run")
+def make_tiny_run(path: Path) -> TinyRun:
+    """Writes a run folder without training: config.json, tokenizer.model and two epoch
+    checkpoints of random weights (no model.keras, as while a run trains)."""
     config = TrainConfig(
         output_dir=str(path), preset="tiny", model_overrides=OVERRIDES, vocabulary_size=60
     )
@@ -86,6 +90,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
     with h5py.File(path / "checkpoints" / "epoch_001.weights.h5") as file:
         assert "optimizer" in file
     return TinyRun(path, weights)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
+    return make_tiny_run(tmp_path_factory.mktemp("run"))
 
 
 @pytest.fixture
@@ -181,8 +190,8 @@ def test_best_is_checkpoints_best_weights(run: TinyRun, run_copy: Path):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("{not json", "is not valid JSON"),
-        ("[1, 2]", "must hold a JSON object"),
+        ("{not json", "is corrupt: not valid JSON"),
+        ("[1, 2]", "is corrupt: it must hold a JSON object"),
         ('{"model_overrides": {}}', "lacks the field"),
         ('{"preset": "huge", "model_overrides": {}}', "preset must be one of"),
         ('{"preset": "tiny", "model_overrides": {"depth": 2}}', "does not describe a valid"),
@@ -217,6 +226,8 @@ def test_missing_checkpoints_and_models_are_named(run: TinyRun, tmp_path: Path):
     assert str(empty / "checkpoints") in str(error.value)
     with pytest.raises(ValueError, match="not both"):
         load_run_model(run.path, model_file="model.keras", checkpoint="last")
+    with pytest.raises(IsADirectoryError, match=f"checkpoint {re.escape(str(tmp_path))} is a"):
+        resolve_checkpoint(run.path, tmp_path)
 
 
 def test_a_checkpoint_of_another_architecture_is_rejected(run_copy: Path):
@@ -229,9 +240,72 @@ def test_a_checkpoint_of_another_architecture_is_rejected(run_copy: Path):
 def test_a_truncated_checkpoint_is_named(run_copy: Path):
     path = run_copy / "checkpoints" / "epoch_002.weights.h5"
     path.write_bytes(path.read_bytes()[:100])  # as if still being written
-    with pytest.raises(ValueError, match="cannot read checkpoint") as error:
+    with pytest.raises(ValueError, match="is corrupt") as error:
         load_run_model(run_copy)
     assert str(path) in str(error.value)
+
+
+def save_model_keras(run: TinyRun, run_dir: Path) -> Path:
+    """Saves `run_dir/model.keras`, the run's model with the weights of epoch 1."""
+    model = build_run_model(run_dir)
+    model.set_weights(run.weights[1])
+    model.save(run_dir / "model.keras")
+    return run_dir / "model.keras"
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not a zip", "bad member"])
+def test_a_corrupt_model_keras_is_named(run: TinyRun, run_copy: Path, damage: str):
+    path = save_model_keras(run, run_copy)
+    data = path.read_bytes()
+    damaged = {
+        "truncated": data[: len(data) // 2],  # Keras itself says "File not found"
+        "not a zip": b"model",
+        "bad member": data[:1000] + bytes(500) + data[1500:],  # a CRC error inside
+    }[damage]
+    path.write_bytes(damaged)
+    with pytest.raises(ValueError, match="is corrupt") as error:
+        load_run_model(run_copy)
+    assert str(path) in str(error.value)
+
+
+def test_a_corrupt_tokenizer_is_named(run_copy: Path):
+    path = run_copy / "tokenizer.model"
+    path.write_bytes(path.read_bytes()[:50])
+    with pytest.raises(ValueError, match="is corrupt") as error:
+        load_run_model(run_copy, checkpoint="last")
+    assert str(path) in str(error.value)
+
+
+# The beam search of a run: config.json's, else the defaults of older runs.
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"beam_size": 5, "alpha": 1.0}, (5, 1.0)),
+        ({"beam_size": 2, "alpha": 0}, (2, 0.0)),
+        ({}, (4, 0.6)),  # a run from before the fields existed
+        ({"beam_size": None, "alpha": None}, (4, 0.6)),
+    ],
+)
+def test_run_beam_search_reads_config_json(run_copy: Path, fields: dict, expected: tuple):
+    config = json.loads((run_copy / "config.json").read_text())
+    config = {name: value for name, value in config.items() if name not in ("beam_size", "alpha")}
+    (run_copy / "config.json").write_text(json.dumps({**config, **fields}))
+    assert run_beam_search(run_copy) == expected
+
+
+def test_run_beam_search_without_config_json_is_the_default(tmp_path: Path):
+    assert run_beam_search(tmp_path) == (DEFAULT_BEAM_SIZE, DEFAULT_ALPHA) == (4, 0.6)
+
+
+@pytest.mark.parametrize(("fields", "name"), [({"beam_size": 0}, "beam_size"),
+                                              ({"alpha": "high"}, "alpha")])  # fmt: skip
+def test_run_beam_search_names_a_bad_value(run_copy: Path, fields: dict, name: str):
+    config = json.loads((run_copy / "config.json").read_text())
+    (run_copy / "config.json").write_text(json.dumps({**config, **fields}))
+    with pytest.raises(ValueError, match=f"{name} in {re.escape(str(run_copy))}"):
+        run_beam_search(run_copy)
 
 
 # tools/average_checkpoints.py without model.keras.
@@ -265,18 +339,20 @@ def test_average_tool_epochs_to_a_keras_file(run: TinyRun, run_copy: Path):
 
 
 def tool_error(capsys, tool: str, *args: str | Path) -> str:
-    """Runs a tool that must fail with a usage error; returns its stderr."""
+    """Runs a tool that must fail with a user error; returns its stderr, one line."""
     with pytest.raises(SystemExit) as exit_info:
         load_tool(tool).main([str(arg) for arg in args])
     assert exit_info.value.code == 2
-    return capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    return err
 
 
 def test_average_tool_errors_name_the_file(run: TinyRun, run_copy: Path, tmp_path: Path, capsys):
     tool = "average_checkpoints"
     missing = tmp_path / "missing"
     err = tool_error(capsys, tool, run.path, "--output", missing / "a.keras")
-    assert f"output folder {missing} does not exist" in err
+    assert f"--output {missing / 'a.keras'}: the folder {missing} does not exist" in err
     err = tool_error(capsys, tool, run.path, "--output", tmp_path / "a.h5")
     assert ".keras or .weights.h5" in err
     err = tool_error(capsys, tool, tmp_path / "no_run")
@@ -290,7 +366,7 @@ def test_average_tool_errors_name_the_file(run: TinyRun, run_copy: Path, tmp_pat
     assert f"checkpoint {foreign} does not match" in err
     (run_copy / "config.json").write_text("{not json")
     err = tool_error(capsys, tool, run_copy, "--epochs", "1", "2")
-    assert f"{run_copy / 'config.json'} is not valid JSON" in err
+    assert f"{run_copy / 'config.json'} is corrupt" in err
     assert not (run_copy / "averaged.keras").exists()
 
 
@@ -329,4 +405,54 @@ def test_evaluate_tool_errors_name_the_file(run: TinyRun, run_copy: Path, capsys
     assert "not allowed with argument" in err
     (run_copy / "config.json").write_text("{not json")
     err = tool_error(capsys, "evaluate", "--run-dir", run_copy, "--checkpoint", "last")
-    assert f"{run_copy / 'config.json'} is not valid JSON" in err
+    assert f"{run_copy / 'config.json'} is corrupt" in err
+
+
+# The beam search of tools/translate.py, tools/evaluate.py and tools/export.py: the run's
+# unless given.
+
+
+class TranslatorArguments:
+    """Records the beam width and length penalty of every `Translator` built."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch):
+        import keras_attention.evaluation
+        import keras_attention.export
+
+        self.calls = []
+        real = keras_attention.export.Translator
+
+        def record(model, tokenizer, beam_size=4, alpha=0.6, **kwargs):
+            self.calls.append((beam_size, alpha))
+            return real(model, tokenizer, beam_size, alpha, **kwargs)
+
+        monkeypatch.setattr(keras_attention.evaluation, "Translator", record)
+        monkeypatch.setattr(keras_attention.export, "Translator", record)
+
+
+@pytest.mark.parametrize(
+    ("fields", "flags", "expected"),
+    [
+        ({"beam_size": 1, "alpha": 0.0}, [], (1, 0.0)),
+        ({}, [], (4, 0.6)),  # a run from before the fields existed
+        ({"beam_size": 1, "alpha": 0.0}, ["--beam-size", "2", "--alpha", "0.5"], (2, 0.5)),
+    ],
+)
+def test_tools_decode_with_the_run_beam_search_unless_given(
+    run_copy: Path, tmp_path: Path, monkeypatch, capsys, fields: dict, flags: list, expected
+):
+    config = json.loads((run_copy / "config.json").read_text())
+    config = {name: value for name, value in config.items() if name not in ("beam_size", "alpha")}
+    (run_copy / "config.json").write_text(json.dumps({**config, **fields}))
+    recorded = TranslatorArguments(monkeypatch)
+    (tmp_path / "input.txt").write_text("A man.\n", encoding="utf-8")
+    weights = "checkpoints/epoch_001.weights.h5"
+    load_tool("translate").main(
+        ["--run-dir", str(run_copy), "--model-file", weights, str(tmp_path / "input.txt"), *flags]
+    )
+    evaluate = load_tool("evaluate")
+    evaluate.load_scored_model(evaluate.parse_args(["--run-dir", str(run_copy), *flags]))
+    monkeypatch.setattr("keras_attention.export.export_translator", lambda *a, **k: "exported")
+    load_tool("export").main([str(run_copy), "--model-file", weights, *flags])
+    assert recorded.calls == [expected] * 3
+    assert capsys.readouterr().out.endswith("exported exported\n")

@@ -5,7 +5,9 @@ python tools/average_checkpoints.py runs/translator --epochs 8 9 10 --output avg
 
 The run may still be training: the model is rebuilt from its config.json and tokenizer.model
 (model.keras is not needed). The output is a full model (.keras) or weights only
-(.weights.h5, for `tools/evaluate.py --checkpoint PATH`); it is written atomically.
+(.weights.h5, for `tools/evaluate.py --checkpoint PATH`); it is written atomically, and
+checked before any work. Errors are one line, `error: ...`, naming the argument or file (a
+missing or corrupt checkpoint or config.json), with exit status 2.
 """
 
 import argparse
@@ -20,16 +22,18 @@ OUTPUT_SUFFIXES = (".keras", ".weights.h5")
 DEFAULT_LAST = 5
 
 
-def check_output(parser: argparse.ArgumentParser, output: str) -> None:
-    """Exits through `parser.error` unless `output` can be written: a `.keras` or `.weights.h5`
-    name in an existing, writable folder."""
+def check_output(output: str) -> None:
+    """Checks, before any work, that `output` can be written: a `.keras` or `.weights.h5`
+    name in an existing, writable folder.
+
+    Raises:
+        UserError: naming `--output` and what is wrong.
+    """
+    from keras_attention.cli import UserError, check_output_file
+
     if not output.endswith(OUTPUT_SUFFIXES):
-        parser.error(f"--output must end with .keras or .weights.h5; got {output}")
-    folder = os.path.dirname(output) or "."
-    if not os.path.isdir(folder):
-        parser.error(f"the output folder {folder} does not exist (--output {output})")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        parser.error(f"the output folder {folder} is not writable (--output {output})")
+        raise UserError(f"--output must end with .keras or .weights.h5; got {output}")
+    check_output_file(output, "--output")
 
 
 def checkpoint_paths(args: argparse.Namespace) -> list[Path]:
@@ -66,9 +70,12 @@ def save_atomically(model, output: str) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def parse_args(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
-    """The parser and the checked arguments (`--last` 5 when neither it nor `--epochs`)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The checked arguments (`--last` 5 when neither it nor `--epochs`); argument errors exit
+    with one line, `error: ...`."""
+    from keras_attention.cli import ArgumentParser
+
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_dir", help="a folder written by tools/train.py")
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
@@ -92,26 +99,28 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argpars
             parser.error(f"--epochs must be >= 1; got {args.epochs}")
         if len(set(args.epochs)) != len(args.epochs):
             parser.error(f"--epochs names an epoch twice: {args.epochs}")
-    return parser, args
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser, args = parse_args(argv)
+    from keras_attention.cli import fail, user_errors
+
+    args = parse_args(argv)
     config = os.path.join(args.run_dir, "config.json")
     if not os.path.isfile(config):
-        parser.error(f"no run config at {config}; is {args.run_dir} a run of tools/train.py?")
+        fail(f"no run config at {config}; is {args.run_dir} a run of tools/train.py?")
     output = args.output or os.path.join(args.run_dir, "averaged.keras")
-    check_output(parser, output)
-    # Imported once the arguments are checked, so that --help and argument errors are instant.
+    with user_errors():
+        check_output(output)
+    # Imported once the arguments are checked, so that their errors come first.
     from keras_attention.run_files import build_run_model
     from keras_attention.training.checkpoints import average_checkpoints
 
-    try:
+    # A missing, corrupt or foreign checkpoint, too few of them, a corrupt config.json.
+    with user_errors():
         paths = checkpoint_paths(args)
         model = average_checkpoints(build_run_model(args.run_dir), paths)
         save_atomically(model, output)
-    except (OSError, ValueError) as error:  # a missing file, too few or foreign checkpoints
-        parser.error(str(error))
     print(f"averaged {len(paths)} checkpoints ({paths[0].name} .. {paths[-1].name}) -> {output}")
 
 

@@ -6,9 +6,11 @@ python tools/evaluate.py --run-dir runs/m30k --dataset multi30k --data-dir ../sh
 python tools/evaluate.py --saved-model runs/translator/export/1
 
 With --run-dir, the dataset, its folder and its seed default to those of the run (config.json),
-so that a run is scored on its own held-out split. A run still training has no model.keras yet:
-without --model-file or --checkpoint the last epoch checkpoint is scored instead. The first line
-printed names the model scored.
+so that a run is scored on its own held-out split, and so do the beam width and the length
+penalty (4 and 0.6 for runs whose config.json predates them). A run still training has no
+model.keras yet: without --model-file or --checkpoint the last epoch checkpoint is scored
+instead. The first line printed names the model scored. --hypotheses is checked before any
+work; errors are one line, `error: ...`, naming the argument or file, with exit status 2.
 """
 
 import argparse
@@ -18,12 +20,15 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# What --run-dir alone decides; --saved-model has its own model and beam search.
+RUN_ONLY = ("model_file", "checkpoint", "beam_size", "alpha")
+
 
 def run_settings(run_dir: str | None) -> dict:
     """The run's `dataset`, `data_dir` and `seed` from its config.json ({} without one).
 
     Raises:
-        ValueError: naming config.json if it is not a JSON object.
+        ValueError: naming config.json if it is corrupt.
     """
     from keras_attention.run_files import read_run_config
 
@@ -37,7 +42,12 @@ def load_scored_model(args: argparse.Namespace):
     """The translate function of `--saved-model` or of the run's model, and that model's path.
 
     The run's model file is located once and then loaded by its path, so that the path
-    printed is the one scored even if the run writes a new checkpoint meanwhile.
+    printed is the one scored even if the run writes a new checkpoint meanwhile. Beam width
+    and length penalty default to the run's (`run_files.run_beam_search`).
+
+    Raises:
+        FileNotFoundError: naming a missing file.
+        ValueError: naming a corrupt file or a checkpoint of another architecture.
     """
     from keras_attention.evaluation import load_translate_function
     from keras_attention.run_files import is_weights_file, locate_run_model
@@ -52,8 +62,18 @@ def load_scored_model(args: argparse.Namespace):
     return translate, path
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The checked arguments; argument errors and an unwritable --hypotheses path exit with
+    one line, `error: ...`, before any work."""
+    from keras_attention.cli import (
+        ArgumentParser,
+        check_output_file,
+        int_at_least,
+        non_negative_float,
+        user_errors,
+    )
+
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-dir", help="a folder written by tools/train.py")
     source.add_argument("--saved-model", help="an exported version folder (export/1)")
@@ -70,39 +90,65 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", default=None, help="default: the run's")
     parser.add_argument("--seed", type=int, default=None, help="generated corpus; default: run's")
     parser.add_argument("--split", choices=["val", "test"], default="test")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N sentences")
-    parser.add_argument("--beam-size", type=int, default=4, help="with --run-dir; 1 = greedy")
-    parser.add_argument("--alpha", type=float, default=0.6, help="with --run-dir")
-    parser.add_argument("--batch-size", type=int, default=64, help="sentences per call")
+    parser.add_argument("--limit", type=int_at_least(1), default=None, help="the first N only")
+    parser.add_argument(
+        "--beam-size", type=int_at_least(1), default=None,
+        help="with --run-dir; 1 = greedy (default: the run's, else 4)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--alpha", type=non_negative_float, default=None,
+        help="with --run-dir: length penalty (default: the run's, else 0.6)",
+    )  # fmt: skip
+    parser.add_argument("--batch-size", type=int_at_least(1), default=64, help="sentences per call")
     parser.add_argument("--hypotheses", default=None, help="write the translations here")
     args = parser.parse_args(argv)
-    if args.limit is not None and args.limit < 1:
-        parser.error(f"--limit must be >= 1; got {args.limit}")
-    if args.saved_model is not None and (args.model_file or args.checkpoint):
-        parser.error("--model-file and --checkpoint go with --run-dir, not --saved-model")
-    # Imported once the arguments are read, so that --help and argument errors are instant.
+    given = ["--" + name.replace("_", "-") for name in RUN_ONLY if getattr(args, name) is not None]
+    if args.saved_model is not None and given:
+        parser.error(f"{', '.join(given)}: only with --run-dir (a SavedModel has its own)")
+    if args.hypotheses is not None:
+        with user_errors():
+            check_output_file(args.hypotheses, "--hypotheses")
+    return args
+
+
+def corpus_settings(args: argparse.Namespace) -> dict:
+    """`dataset`, `data_dir` and `seed`: the arguments', else the run's, else the defaults."""
+    settings = {"dataset": "generated", "data_dir": None, "seed": 0}
+    settings.update(run_settings(args.run_dir))
+    for name in settings:
+        if getattr(args, name) is not None:
+            settings[name] = getattr(args, name)
+    return settings
+
+
+def write_hypotheses(path: str, hypotheses: list[str]) -> None:
+    """Writes one translation per line (UTF-8) to `path`, atomically."""
+    from keras_attention.atomic_files import write_text_atomically
+
+    write_text_atomically(path, "".join(line + "\n" for line in hypotheses))
+
+
+def main(argv: list[str] | None = None) -> None:
+    from keras_attention.cli import user_errors
+
+    args = parse_args(argv)
+    # Imported once the arguments are checked, so that their errors come first.
     from keras_attention.data.datasets import load_corpus
     from keras_attention.evaluation import score, translate_all
 
-    try:
-        settings = {"dataset": "generated", "data_dir": None, "seed": 0}
-        settings.update(run_settings(args.run_dir))
-        for name in settings:
-            if getattr(args, name) is not None:
-                settings[name] = getattr(args, name)
+    with user_errors():  # a missing or corrupt config.json, model, checkpoint or corpus file
+        settings = corpus_settings(args)
         translate, model_path = load_scored_model(args)
         print(f"model: {model_path}")
         corpus = load_corpus(settings["dataset"], settings["data_dir"], seed=settings["seed"])
-        sources, references = corpus[args.split]
-        sources, references = sources[: args.limit], references[: args.limit]
-        seed = f" (seed {settings['seed']})" if settings["dataset"] == "generated" else ""
-        print(f"{settings['dataset']} {args.split} split{seed}: {len(sources)} sentences")
-        hypotheses, _ = translate_all(translate, sources, args.batch_size)
-    except (OSError, ValueError) as error:
-        parser.error(str(error))
+    sources, references = corpus[args.split]
+    sources, references = sources[: args.limit], references[: args.limit]
+    seed = f" (seed {settings['seed']})" if settings["dataset"] == "generated" else ""
+    print(f"{settings['dataset']} {args.split} split{seed}: {len(sources)} sentences")
+    hypotheses, _ = translate_all(translate, sources, args.batch_size)
     if args.hypotheses:
-        with open(args.hypotheses, "w", encoding="utf-8") as handle:
-            handle.writelines(line + "\n" for line in hypotheses)
+        with user_errors(OSError):  # e.g. a disk that filled up meanwhile
+            write_hypotheses(args.hypotheses, hypotheses)
     scores = score(hypotheses, references)
     print(scores.summary())
     print(json.dumps({"bleu": scores.bleu, "chrf": scores.chrf, "bleu_lc": scores.bleu_lowercase}))

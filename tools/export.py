@@ -2,7 +2,10 @@
 
     python tools/export.py runs/translator --export-dir runs/translator/export
 
-Writes EXPORT_DIR/<version>/ (next free version unless --version), atomically.
+Writes EXPORT_DIR/<version>/ (next free version unless --version), atomically. The beam width
+and length penalty default to the run's (config.json; 4 and 0.6 for older runs). The export
+folder is checked before any work; errors are one line, `error: ...`, naming the argument or
+file (a missing or corrupt model, tokenizer or config.json), with exit status 2.
 """
 
 import argparse
@@ -11,33 +14,63 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The checked arguments (`export_dir` filled in); argument errors and an export folder
+    that cannot be written exit with one line, `error: ...`, before any work."""
+    from keras_attention.cli import (
+        ArgumentParser,
+        check_output_dir,
+        int_at_least,
+        non_negative_float,
+        user_errors,
+    )
+
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_dir", help="a folder written by tools/train.py")
     parser.add_argument("--model-file", default="model.keras", help="e.g. averaged.keras")
     parser.add_argument("--export-dir", default=None, help="default: RUN_DIR/export")
-    parser.add_argument("--version", type=int, default=None)
+    parser.add_argument("--version", type=int_at_least(0), default=None)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing version")
-    parser.add_argument("--beam-size", type=int, default=4)
-    parser.add_argument("--alpha", type=float, default=0.6)
-    parser.add_argument("--max-source-length", type=int, default=128)
+    parser.add_argument(
+        "--beam-size", type=int_at_least(1), default=None, help="default: the run's, else 4"
+    )
+    parser.add_argument(
+        "--alpha", type=non_negative_float, default=None, help="default: the run's, else 0.6"
+    )
+    parser.add_argument("--max-source-length", type=int_at_least(2), default=128)
     args = parser.parse_args(argv)
-    export_dir = args.export_dir or os.path.join(args.run_dir, "export")
-    target = os.path.join(export_dir, str(args.version))
+    args.export_dir = args.export_dir or os.path.join(args.run_dir, "export")
+    target = os.path.join(args.export_dir, str(args.version))
     if args.version is not None and os.path.exists(target) and not args.overwrite:
         parser.error(f"{target} exists; pass --overwrite or another --version")
-    # Imported once the arguments are read, so that --help and argument errors are instant.
+    with user_errors():
+        check_output_dir(args.export_dir, "--export-dir")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    from keras_attention.cli import user_errors
+
+    args = parse_args(argv)
+    # Imported once the arguments are checked, so that their errors come first.
     from keras_attention.export import Translator, export_translator
+    from keras_attention.run_files import run_beam_search
     from keras_attention.translation_run import load_run
 
-    try:
+    with user_errors():  # a missing or corrupt config.json, model or tokenizer
+        beam_size, alpha = run_beam_search(args.run_dir)
         model, tokenizer = load_run(args.run_dir, args.model_file)
-        translator = Translator(
-            model, tokenizer, args.beam_size, args.alpha, max_source_length=args.max_source_length
+    translator = Translator(
+        model,
+        tokenizer,
+        beam_size if args.beam_size is None else args.beam_size,
+        alpha if args.alpha is None else args.alpha,
+        max_source_length=args.max_source_length,
+    )
+    with user_errors(OSError):  # e.g. the version appeared meanwhile, or a full disk
+        path = export_translator(
+            translator, args.export_dir, args.version, overwrite=args.overwrite
         )
-        path = export_translator(translator, export_dir, args.version, overwrite=args.overwrite)
-    except (OSError, ValueError) as error:  # a missing file, an existing version, a bad value
-        parser.error(str(error))
     print(f"exported {path}")
 
 

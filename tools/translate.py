@@ -4,42 +4,62 @@ echo "A man rides a bike." | python tools/translate.py --run-dir runs/translator
 python tools/translate.py --saved-model runs/translator/export/1 sentences.txt
 
 Prints one translation per input line, in order (an empty line translates to an empty line).
+The input is UTF-8; it is read, and checked, before the model is loaded. With --run-dir, the
+beam width and length penalty default to the run's (config.json; 4 and 0.6 for older runs).
+Errors are one line, `error: ...`, naming the argument or file (and line), with exit status 2.
 """
 
 import argparse
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The checked arguments; argument errors exit with one line, `error: ...`."""
+    from keras_attention.cli import ArgumentParser, int_at_least, non_negative_float
+
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-dir", help="a folder written by tools/train.py (model.keras)")
     source.add_argument("--saved-model", help="an exported version folder (export/1)")
-    parser.add_argument("files", nargs="*", help="input files (default: stdin)")
-    parser.add_argument("--model-file", default="model.keras", help="with --run-dir")
-    parser.add_argument("--beam-size", type=int, default=4, help="with --run-dir; 1 = greedy")
-    parser.add_argument("--alpha", type=float, default=0.6, help="with --run-dir")
-    parser.add_argument("--batch-size", type=int, default=64, help="sentences per call")
+    parser.add_argument("files", nargs="*", help="UTF-8 input files; - is stdin (default)")
+    parser.add_argument("--model-file", default=None, help="with --run-dir (model.keras)")
+    parser.add_argument(
+        "--beam-size", type=int_at_least(1), default=None,
+        help="with --run-dir; 1 = greedy (default: the run's, else 4)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--alpha", type=non_negative_float, default=None,
+        help="with --run-dir: length penalty (default: the run's, else 0.6)",
+    )  # fmt: skip
+    parser.add_argument("--batch-size", type=int_at_least(1), default=64, help="sentences per call")
     parser.add_argument("--scores", action="store_true", help="print the score before each line")
     args = parser.parse_args(argv)
-    # Imported once the arguments are read, so that --help and argument errors are instant.
+    run_only = {"--model-file": args.model_file, "--beam-size": args.beam_size,
+                "--alpha": args.alpha}  # fmt: skip
+    given = [name for name, value in run_only.items() if value is not None]
+    if args.saved_model is not None and given:
+        parser.error(f"{', '.join(given)}: only with --run-dir (a SavedModel has its own)")
+    if args.run_dir is not None and args.model_file is None:
+        args.model_file = "model.keras"
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    from keras_attention.cli import read_input_lines, user_errors
+
+    args = parse_args(argv)
+    with user_errors():
+        lines = read_input_lines(args.files or ["-"])
+    # Imported once the input is read, so that its errors come before the model loads.
     from keras_attention.evaluation import load_translate_function, translate_all
 
-    try:
-        lines = []
-        for name in args.files or ["-"]:
-            handle = sys.stdin if name == "-" else open(name, encoding="utf-8")  # noqa: SIM115
-            with handle:
-                lines += [line.rstrip("\r\n") for line in handle]
+    with user_errors():  # a missing or corrupt model, tokenizer or config.json
         translate = load_translate_function(
             args.run_dir, args.saved_model, args.model_file, args.beam_size, args.alpha
         )
-        translations, scores = translate_all(translate, lines, args.batch_size)
-    except (OSError, ValueError) as error:
-        parser.error(str(error))
+    translations, scores = translate_all(translate, lines, args.batch_size)
     for text, value in zip(translations, scores, strict=True):
         print(f"{value:.4f}\t{text}" if args.scores else text)
 

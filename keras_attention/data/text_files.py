@@ -4,6 +4,7 @@ writing files atomically."""
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 
@@ -29,6 +30,31 @@ def write_bytes_atomically(path: str | os.PathLike, data: bytes) -> Path:
     return path
 
 
+def decode_lines(raw_lines: Iterable[bytes], name: str) -> Iterator[str]:
+    """Decodes lines of UTF-8 bytes, without their line endings, one at a time.
+
+    Args:
+        raw_lines: the lines as bytes, e.g. a file opened in binary mode or `sys.stdin.buffer`.
+        name: what the lines come from, for the error message (a path, or `"<stdin>"`).
+
+    Yields:
+        Each line as text, without its line ending (LF or CRLF).
+
+    Raises:
+        ValueError: naming `name` and the line number (from 1) of a line that is not valid
+            UTF-8, as `name:line: not valid UTF-8 (...)`.
+    """
+    for number, raw in enumerate(raw_lines, start=1):
+        try:
+            text = raw.decode("utf-8")
+            # Only the line's own ending (LF or CRLF): a CR inside the line is data.
+            yield text[:-2] if text.endswith("\r\n") else text.removesuffix("\n")
+        except UnicodeDecodeError as error:
+            raise ValueError(
+                f"{name}:{number}: not valid UTF-8 ({error.reason} at byte {error.start})"
+            ) from error
+
+
 def read_lines(path: str | os.PathLike) -> list[str]:
     """The lines of a UTF-8 text file, without line endings.
 
@@ -39,15 +65,8 @@ def read_lines(path: str | os.PathLike) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"corpus file not found: {path}")
-    lines = []
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                lines.append(raw.decode("utf-8").rstrip("\r\n"))
-            except UnicodeDecodeError as error:
-                raise ValueError(
-                    f"{path}:{number}: not valid UTF-8 ({error.reason} at byte {error.start})"
-                ) from error
+        lines = list(decode_lines(handle, str(path)))
     if not lines:
         raise ValueError(f"corpus file is empty: {path}")
     return lines

@@ -12,6 +12,9 @@ import numpy as np
 
 # Where `save_weights` of a compiled model puts the optimizer's variables.
 OPTIMIZER_GROUP = "optimizer"
+# What h5py raises for a damaged file: `OSError` when it cannot be opened (truncated, not
+# HDF5), `RuntimeError` or `KeyError` for damaged metadata inside, `ValueError` for bad data.
+HDF5_READ_ERRORS = (OSError, RuntimeError, KeyError, ValueError)
 
 
 def last_checkpoints(directory: str | os.PathLike, count: int) -> list[Path]:
@@ -67,8 +70,8 @@ def check_layouts(model: keras.Model, paths: Sequence[str | os.PathLike]) -> Non
 
     Raises:
         FileNotFoundError: naming a missing checkpoint.
-        ValueError: naming a checkpoint that is not a readable HDF5 file (e.g. one still
-            being written) or whose weights differ from the model's in name or shape.
+        ValueError: naming a checkpoint that is corrupt (not a readable HDF5 file, e.g. one
+            still being written) or whose weights differ from the model's in name or shape.
     """
     with tempfile.TemporaryDirectory() as folder:
         reference = Path(folder) / "model.weights.h5"
@@ -79,8 +82,10 @@ def check_layouts(model: keras.Model, paths: Sequence[str | os.PathLike]) -> Non
             raise FileNotFoundError(f"no checkpoint file {path}")
         try:
             found = _layout(path)
-        except OSError as error:  # h5py's message does not name the file
-            raise ValueError(f"cannot read checkpoint {path}: {error}") from error
+        except HDF5_READ_ERRORS as error:  # h5py's message does not name the file
+            raise ValueError(
+                f"checkpoint {path} is corrupt (not a readable HDF5 weights file): {error}"
+            ) from error
         if found == expected:
             continue
         missing = sorted(expected.keys() - found.keys())
@@ -96,6 +101,23 @@ def check_layouts(model: keras.Model, paths: Sequence[str | os.PathLike]) -> Non
         )
 
 
+def load_weights_file(model: keras.Model, path: str | os.PathLike) -> None:
+    """`model.load_weights(path)`, with errors that name the file.
+
+    Call `check_layouts` first: once the file holds the model's weights by name and shape,
+    a failure to read them means the file is damaged.
+
+    Raises:
+        ValueError: naming `path` and calling it corrupt if its weights cannot be read.
+    """
+    try:
+        model.load_weights(str(path))
+    except HDF5_READ_ERRORS as error:  # h5py's message does not name the file
+        raise ValueError(
+            f"checkpoint {path} is corrupt (its weights cannot be read): {error}"
+        ) from error
+
+
 def average_checkpoints(model: keras.Model, paths: Sequence[str | os.PathLike]) -> keras.Model:
     """Sets `model`'s weights to the element-wise mean of the checkpoints' weights.
 
@@ -109,8 +131,8 @@ def average_checkpoints(model: keras.Model, paths: Sequence[str | os.PathLike]) 
         `model`, holding the averaged weights.
 
     Raises:
-        ValueError: if `paths` is empty or a checkpoint does not hold exactly the model's
-            weights (naming the checkpoint).
+        ValueError: if `paths` is empty, or naming a checkpoint that is corrupt or does not
+            hold exactly the model's weights.
         FileNotFoundError: naming a missing checkpoint.
     """
     if not paths:
@@ -118,7 +140,7 @@ def average_checkpoints(model: keras.Model, paths: Sequence[str | os.PathLike]) 
     check_layouts(model, paths)
     total = None
     for path in paths:
-        model.load_weights(str(path))
+        load_weights_file(model, path)
         weights = [np.asarray(w, dtype="float64") for w in model.get_weights()]
         total = weights if total is None else [t + w for t, w in zip(total, weights, strict=True)]
     dtypes = [np.asarray(w).dtype for w in model.get_weights()]

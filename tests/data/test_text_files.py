@@ -1,5 +1,6 @@
 """Reading parallel text files: errors that name the file and line, blank pairs, line endings."""
 
+import io
 import os
 import re
 from pathlib import Path
@@ -7,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from keras_attention.data import text_files
-from keras_attention.data.text_files import read_lines, read_parallel, write_bytes_atomically
+from keras_attention.data.text_files import (
+    decode_lines,
+    read_lines,
+    read_parallel,
+    write_bytes_atomically,
+)
 from tests.data.test_multi30k import MULTI30K_DIR, needs_multi30k
 
 # Multi30k train.de line 7366 (1-based) holds a literal TAB, upstream; it must be kept as is.
@@ -64,6 +70,13 @@ def test_read_lines_invalid_utf8_names_file_and_line(tmp_path):
     path = write(tmp_path / "bad.de", b"gut\nauch gut\nschlecht \xff\xfe hier\nwieder gut\n")
     with pytest.raises(ValueError, match=re.escape(f"{path}:3")):
         read_lines(path)
+
+
+def test_decode_lines_reads_lazily_and_names_the_source_and_line():
+    lines = decode_lines(io.BytesIO(b"eins\r\nzwei\n\xc3\x28 drei\n"), "<stdin>")
+    assert [next(lines), next(lines)] == ["eins", "zwei"]  # read before the bad line
+    with pytest.raises(ValueError, match=re.escape("<stdin>:3: not valid UTF-8")):
+        next(lines)
 
 
 def test_read_parallel_keeps_aligned_pairs(pair_files):

@@ -1,12 +1,17 @@
 """Checkpoint averaging: picking the last N epoch files, and the exact element-wise mean."""
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from keras_attention.models import Transformer
-from keras_attention.training.checkpoints import average_checkpoints, last_checkpoints
+from keras_attention.training.checkpoints import (
+    average_checkpoints,
+    last_checkpoints,
+    load_weights_file,
+)
 from tests.models.test_transformer import SIZE, VOCABULARY_SIZE
 
 
@@ -122,3 +127,19 @@ def test_average_needs_existing_checkpoints(tmp_path: Path):
         average_checkpoints(tiny_transformer(), [])
     with pytest.raises(FileNotFoundError, match="epoch_404"):
         average_checkpoints(tiny_transformer(), [tmp_path / "epoch_404.weights.h5"])
+
+
+def test_a_truncated_checkpoint_is_named_corrupt(tmp_path: Path):
+    save_random_checkpoints(tiny_transformer(), tmp_path, 2)
+    path = tmp_path / "epoch_002.weights.h5"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # as if still being written
+    with pytest.raises(ValueError, match="corrupt") as error:
+        average_checkpoints(tiny_transformer(), last_checkpoints(tmp_path, 2))
+    assert str(path) in str(error.value)
+
+
+def test_load_weights_file_names_a_corrupt_file(tmp_path: Path):
+    path = tmp_path / "epoch_001.weights.h5"
+    path.write_bytes(b"not an HDF5 file")
+    with pytest.raises(ValueError, match=f"{re.escape(str(path))} is corrupt"):
+        load_weights_file(tiny_transformer(), path)

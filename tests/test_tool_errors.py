@@ -1,0 +1,189 @@
+"""User errors of the command-line tools: one line, `error: ...`, exit status 2, no traceback.
+
+Each tool runs as a subprocess, as a user would run it, on a run folder made without training
+(`make_tiny_run`). Output paths are checked before any work: nothing is loaded, translated or
+written. Missing and corrupt files (truncated `model.keras` and `.weights.h5`, a broken
+`config.json`) and input that is not UTF-8 are named, with the line for text.
+"""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from keras_attention.cli import (
+    ArgumentParser,
+    UserError,
+    check_output_dir,
+    check_output_file,
+    int_at_least,
+    non_negative_float,
+    read_input_lines,
+)
+from keras_attention.evaluation import load_translate_function
+from keras_attention.run_files import build_run_model
+from tests.test_run_files import TinyRun, make_tiny_run
+from tests.test_tools import ROOT, TENSORFLOW_ENV, tool_lines
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
+    """A tiny run folder, finished: with `model.keras` (the weights of epoch 2)."""
+    tiny = make_tiny_run(tmp_path_factory.mktemp("run"))
+    model = build_run_model(tiny.path)
+    model.set_weights(tiny.weights[2])
+    model.save(tiny.path / "model.keras")
+    return tiny
+
+
+@pytest.fixture
+def run_copy(run: TinyRun, tmp_path: Path) -> Path:
+    """A copy of the run folder that a test may damage."""
+    return Path(shutil.copytree(run.path, tmp_path / "run"))
+
+
+def truncate(path: Path) -> Path:
+    """Cuts `path` to half its size, as a copy or a write that stopped half-way would."""
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    return path
+
+
+def user_error(tool: str, *args: str | Path, stdin: bytes = b"") -> str:
+    """Runs `tools/<tool>.py` with `args`, which must fail with a user error; returns the error.
+
+    The error is one line, `error: ...`, on stderr (besides TensorFlow's own log lines), with
+    exit status 2 and no traceback; nothing was printed on stdout (no model was scored,
+    nothing translated).
+    """
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *map(str, args)],
+        input=stdin, capture_output=True, timeout=300, env=TENSORFLOW_ENV, check=False,
+    )  # fmt: skip
+    stderr = done.stderr.decode("utf-8", errors="replace")
+    assert done.returncode == 2, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    lines = tool_lines(stderr)
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr[-3000:]
+    assert done.stdout == b""
+    return lines[0]
+
+
+# Output paths: checked before any work.
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "option", "output"),
+    [
+        ("evaluate", ["--run-dir", "{run}"], "--hypotheses", "{missing}/hypotheses.txt"),
+        ("average_checkpoints", ["{run}", "--last", "2"], "--output", "{missing}/avg.keras"),
+        ("export", ["{run}"], "--export-dir", "{file}/export"),
+    ],
+)
+def test_an_unwritable_output_is_named_before_any_work(
+    run: TinyRun, tmp_path: Path, tool: str, args: list[str], option: str, output: str
+):
+    (tmp_path / "a_file").write_text("not a folder")
+    names = {"run": run.path, "missing": tmp_path / "missing", "file": tmp_path / "a_file"}
+    output = output.format(**names)
+    error = user_error(tool, *(arg.format(**names) for arg in args), option, output)
+    assert f"{option} {output}:" in error
+    assert str(tmp_path / ("a_file" if tool == "export" else "missing")) in error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing written
+    assert sorted(p.name for p in run.path.iterdir()) == [
+        "checkpoints", "config.json", "model.keras", "tokenizer.model"
+    ]  # fmt: skip
+
+
+# Input text that is not UTF-8: the file (or <stdin>) and the line.
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_input_that_is_not_utf8_is_named_with_its_line(run: TinyRun, tmp_path: Path, source):
+    text = b"A man rides a bike.\nTwo dogs \xff\xfe play.\n"
+    path = tmp_path / "input.txt"
+    path.write_bytes(text)
+    args, stdin, name = ([path], b"", str(path)) if source == "file" else ([], text, "<stdin>")
+    error = user_error("translate", "--run-dir", run.path, *args, stdin=stdin)
+    assert error.startswith(f"error: {name}:2: not valid UTF-8")
+
+
+# Corrupt files: named, and called corrupt.
+
+
+def test_a_truncated_model_keras_is_called_corrupt(run_copy: Path):
+    path = truncate(run_copy / "model.keras")  # Keras itself says "File not found"
+    error = user_error("translate", "--run-dir", run_copy, stdin=b"A man.\n")
+    assert f"{path} is corrupt" in error
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("evaluate", ["--run-dir", "{run}", "--checkpoint", "epoch_002.weights.h5"]),
+        ("average_checkpoints", ["{run}", "--last", "2", "--output", "{run}/avg.weights.h5"]),
+    ],
+)
+def test_a_truncated_checkpoint_is_called_corrupt(run_copy: Path, tool: str, args: list[str]):
+    path = truncate(run_copy / "checkpoints" / "epoch_002.weights.h5")
+    error = user_error(tool, *(arg.format(run=run_copy) for arg in args))
+    assert f"checkpoint {path} is corrupt" in error
+    assert not (run_copy / "avg.weights.h5").exists()
+
+
+def test_a_corrupt_config_json_is_named(run_copy: Path):
+    path = truncate(run_copy / "config.json")
+    error = user_error("evaluate", "--run-dir", run_copy)
+    assert error.startswith(f"error: {path} is corrupt: not valid JSON")
+
+
+# The shared pieces, in-process.
+
+
+def test_check_output_file_and_dir(tmp_path: Path):
+    check_output_file(tmp_path / "new.txt", "--out")  # a new file in an existing folder
+    check_output_dir(tmp_path / "new" / "nested", "--dir")  # created with its parents
+    with pytest.raises(UserError, match=re.escape(f"--out {tmp_path}: is a folder")):
+        check_output_file(tmp_path, "--out")
+    with pytest.raises(UserError, match=re.escape(f"folder {tmp_path / 'missing'} does not")):
+        check_output_file(tmp_path / "missing" / "new.txt", "--out")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(UserError, match="file is a file, not a folder"):
+        check_output_dir(tmp_path / "file" / "export", "--dir")
+
+
+def test_argument_errors_are_one_line(capsys):
+    parser = ArgumentParser(prog="tool")
+    parser.add_argument("--beam-size", type=int_at_least(1))
+    parser.add_argument("--alpha", type=non_negative_float)
+    for args in (["--beam-size", "0"], ["--beam-size", "x"], ["--alpha", "-1"], ["--nope"]):
+        with pytest.raises(SystemExit) as exit_info:
+            parser.parse_args(args)
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {'unrecognized' if args == ['--nope'] else 'argument'}")
+        assert err.count("\n") == 1 and args[0] in err
+
+
+@pytest.mark.parametrize("content", [None, b"not a protobuf"])
+def test_a_missing_or_corrupt_saved_model_is_named(tmp_path: Path, content: bytes | None):
+    if content is not None:
+        (tmp_path / "saved_model.pb").write_bytes(content)
+    kind = FileNotFoundError if content is None else ValueError
+    with pytest.raises(kind, match=re.escape(str(tmp_path))) as error:
+        load_translate_function(saved_model=tmp_path)
+    assert content is None or "is corrupt" in str(error.value)
+
+
+def test_read_input_lines_names_a_missing_or_undecodable_file(tmp_path: Path):
+    (tmp_path / "a.txt").write_bytes(b"eins\r\nzwei\n")
+    assert read_input_lines([str(tmp_path / "a.txt")] * 2) == ["eins", "zwei"] * 2
+    with pytest.raises(UserError, match=re.escape(f"input file {tmp_path / 'b.txt'} does not")):
+        read_input_lines([str(tmp_path / "b.txt")])
+    with pytest.raises(UserError, match=re.escape(f"input {tmp_path} is a folder")):
+        read_input_lines([str(tmp_path)])
+    (tmp_path / "c.txt").write_bytes(b"ok\n\xe9t\xe9\n")  # Latin-1
+    with pytest.raises(UserError, match=re.escape(f"{tmp_path / 'c.txt'}:2: not valid UTF-8")):
+        read_input_lines([str(tmp_path / "c.txt")])
