@@ -174,3 +174,15 @@ def read_input_lines(names: Sequence[str]) -> list[str]:
         except ValueError as error:
             raise UserError(str(error)) from None
     return lines
+
+
+def add_search_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds `--beam-size` and `--alpha`, defaulting to `None`: the run's own settings."""
+    parser.add_argument(
+        "--beam-size", type=int_at_least(1), default=None,
+        help="with --run-dir; 1 = greedy (default: the run's, else 4)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--alpha", type=non_negative_float, default=None,
+        help="with --run-dir: length penalty (default: the run's, else 0.6)",
+    )  # fmt: skip

@@ -67,9 +67,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     one line, `error: ...`, before any work."""
     from keras_attention.cli import (
         ArgumentParser,
+        add_search_arguments,
         check_output_file,
         int_at_least,
-        non_negative_float,
         user_errors,
     )
 
@@ -91,14 +91,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=None, help="generated corpus; default: run's")
     parser.add_argument("--split", choices=["val", "test"], default="test")
     parser.add_argument("--limit", type=int_at_least(1), default=None, help="the first N only")
-    parser.add_argument(
-        "--beam-size", type=int_at_least(1), default=None,
-        help="with --run-dir; 1 = greedy (default: the run's, else 4)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--alpha", type=non_negative_float, default=None,
-        help="with --run-dir: length penalty (default: the run's, else 0.6)",
-    )  # fmt: skip
+    add_search_arguments(parser)
     parser.add_argument("--batch-size", type=int_at_least(1), default=64, help="sentences per call")
     parser.add_argument("--hypotheses", default=None, help="write the translations here")
     args = parser.parse_args(argv)

@@ -17,7 +17,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The checked arguments; argument errors exit with one line, `error: ...`."""
-    from keras_attention.cli import ArgumentParser, int_at_least, non_negative_float
+    from keras_attention.cli import (
+        ArgumentParser,
+        add_search_arguments,
+        int_at_least,
+    )
 
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
@@ -25,14 +29,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     source.add_argument("--saved-model", help="an exported version folder (export/1)")
     parser.add_argument("files", nargs="*", help="UTF-8 input files; - is stdin (default)")
     parser.add_argument("--model-file", default=None, help="with --run-dir (model.keras)")
-    parser.add_argument(
-        "--beam-size", type=int_at_least(1), default=None,
-        help="with --run-dir; 1 = greedy (default: the run's, else 4)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--alpha", type=non_negative_float, default=None,
-        help="with --run-dir: length penalty (default: the run's, else 0.6)",
-    )  # fmt: skip
+    add_search_arguments(parser)
     parser.add_argument("--batch-size", type=int_at_least(1), default=64, help="sentences per call")
     parser.add_argument("--scores", action="store_true", help="print the score before each line")
     args = parser.parse_args(argv)
