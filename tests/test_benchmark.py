@@ -1,16 +1,15 @@
 """Smoke test of the training-throughput benchmark (structure and consistency, never speed)."""
 
 import re
-from pathlib import Path
 
 import pytest
+
+from tests.shared_data import MULTI30K_DIR, needs_multi30k
 
 pytest.importorskip("keras_hub")
 
 from keras_attention.benchmarks import decode_throughput, train_throughput
 from keras_attention.benchmarks.timing import TransformerDims, forward_flops
-
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
 
 
 def test_forward_flops_counts_each_matmul():
@@ -29,7 +28,7 @@ def test_forward_flops_counts_each_matmul():
     assert forward_flops(dims, b, s, t) == encoder + decoder + 2 * b * t * d * v
 
 
-@pytest.mark.skipif(not DATA_DIR.is_dir(), reason="Multi30k is not beside the checkout")
+@needs_multi30k
 def test_train_benchmark_smoke(tmp_path):
     config = train_throughput.quick_config(
         pairs=200,
@@ -41,7 +40,7 @@ def test_train_benchmark_smoke(tmp_path):
         peer_batch_size=8,
         jit_modes=(False,),  # no XLA compilation: the test stays fast
         vocabulary_size=500,
-        data_dir=str(DATA_DIR),
+        data_dir=str(MULTI30K_DIR),
         cache_dir=str(tmp_path),
         matmul_size=512,
     )
@@ -92,7 +91,7 @@ def test_train_benchmark_smoke(tmp_path):
         assert float(ratio) == pytest.approx(float(ours) / float(peer), abs=0.006)
 
 
-@pytest.mark.skipif(not DATA_DIR.is_dir(), reason="Multi30k is not beside the checkout")
+@needs_multi30k
 def test_decode_benchmark_smoke(tmp_path):
     config = decode_throughput.quick_config(
         sentences=6, batch_size=6, step_points=(2, 4), step_rows=4, cache_dir=str(tmp_path)

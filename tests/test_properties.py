@@ -23,16 +23,9 @@ from keras_attention.data.text_files import read_lines, read_parallel
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.export import Translator, export_translator, load_exported
 from keras_attention.models import Transformer
+from tests.test_export import TINY_MODEL
 
 VOCABULARY_SIZE = 200
-TINY_MODEL = {
-    "num_encoder_layers": 1,
-    "num_decoder_layers": 1,
-    "d_model": 16,
-    "num_heads": 2,
-    "intermediate_dim": 32,
-    "dropout": 0.0,
-}
 FAST = settings(max_examples=50, deadline=None, derandomize=True, database=None)
 SLOW = settings(max_examples=25, deadline=None, derandomize=True, database=None)
 WORD_BOUNDARY = "\u2581"  # SentencePiece's meta symbol for a space

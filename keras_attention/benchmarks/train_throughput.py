@@ -32,7 +32,7 @@ Choices:
 - Ours: `max_tokens=4096`, the library's training default. On the 2-core machine, batches
   of 2k, 4k and 8k tokens trained within the noise of one another, with and without XLA
   (1,500-2,100 target tokens/s); below about 1k tokens the matrix units are underused
-  (DESIGN.md). Sweep `--max-tokens` on a quiet machine to refine.
+  (measured by this benchmark). Sweep `--max-tokens` on a quiet machine to refine.
 - The peer: batches of 64 sentences (the keras-hub examples' batch size) padded to the
   longest pair read (56 subword tokens for Multi30k train with `max_length=64`), so that no
   pair is cut: a fixed-length pipeline must pad every batch to what its longest sentence
@@ -42,6 +42,7 @@ Choices:
 import dataclasses
 import hashlib
 import logging
+import os
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -73,8 +74,10 @@ from keras_attention.training import LabelSmoothedCrossEntropy, paper_optimizer
 
 logger = logging.getLogger(__name__)
 
-# The repository's sibling folder that holds Multi30k (see DESIGN.md, "Data").
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "multi30k"
+# The Multi30k folder when no data_dir is given: `$KERAS_ATTENTION_MULTI30K` (which `.ci/run`
+# sets), so that nothing here names a path outside the repository.
+_ENV_DATA_DIR = os.environ.get("KERAS_ATTENTION_MULTI30K")
+DEFAULT_DATA_DIR = Path(_ENV_DATA_DIR) if _ENV_DATA_DIR else None
 
 # A batch: int32 `(source, target_in, target_out)`, each `(batch, length)`.
 Batch = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -265,10 +268,10 @@ def fixed_length_batches(
 def prepare_batches(config: TrainBenchmarkConfig) -> BenchmarkBatches:
     """Reads Multi30k, learns (or loads) the tokenizer and builds both sides' batches.
 
-    Multi30k is read from `config.data_dir`, else from the checkout's sibling
-    `shared/data/multi30k`, else downloaded once by `load_multi30k`.
+    Multi30k is read from `config.data_dir`, else from `$KERAS_ATTENTION_MULTI30K`, else
+    downloaded once by `load_multi30k`.
     """
-    data_dir = config.data_dir or (DEFAULT_DATA_DIR if DEFAULT_DATA_DIR.is_dir() else None)
+    data_dir = config.data_dir or DEFAULT_DATA_DIR
     splits = load_multi30k(data_dir)
     sources, targets = splits["train"]
     tokenizer = cached_tokenizer(sources + targets, config.vocabulary_size, config.cache_dir)

@@ -27,7 +27,7 @@ TARGET = np.array([[1, 6, 3, 10], [1, 2, 0, 0], [1, 7, 7, 0]], dtype="int32")
 BATCH, SOURCE_LEN = SOURCE.shape
 TARGET_LEN = TARGET.shape[1]
 
-# The paper's Table 3 ("base", "big") and the project's CPU sizes, as in DESIGN.md.
+# The paper's Table 3 ("base", "big") and the project's CPU sizes.
 PRESET_TABLE = {
     "base": (6, 6, 512, 8, 2048, 0.1),
     "big": (6, 6, 1024, 16, 4096, 0.3),
