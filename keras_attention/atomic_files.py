@@ -2,15 +2,61 @@
 
 Every writer here produces the new content under a temporary name in the destination's
 folder, then renames it over the destination (`os.replace`, atomic on POSIX and Windows): the
-file is either the old one or the complete new one, never a prefix of it.
+file is either the old one or the complete new one, never a prefix of it. The temporary
+names start with `.<destination name>.`, so that a run resumed after a kill can find and
+remove the ones a kill left behind (`temporary_files`).
+
+Fault injection: `fault_point(name)` marks a point where a test may kill the process. With
+the environment variable `KERAS_ATTENTION_FAULT=PATTERN:N` the process SIGKILLs itself the
+N-th time it reaches a point whose name matches `PATTERN` (`fnmatch`, e.g. `write:epoch_*`);
+unset, a point costs one comparison. The named points:
+
+- `write:<file name>`: an atomic write here, its temporary file complete but not yet renamed;
+- `step`: the end of a training batch, before its backup (`ClusterBackupAndRestore`);
+- `backup`: inside a backup, between the renames of its weights and of its metadata;
+- `epoch_end`: an epoch's checkpoint, scores and log row written, its backup not yet;
+- `export`: the SavedModel exported, `bleu.json` not yet updated.
 """
 
 import contextlib
+import fnmatch
 import json
 import os
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+FAULT_VARIABLE = "KERAS_ATTENTION_FAULT"
+
+
+def _parse_fault(text: str | None) -> tuple[str, int] | None:
+    if not text:
+        return None
+    pattern, _, count = text.rpartition(":")
+    if not pattern or not count.isdigit() or int(count) < 1:
+        raise ValueError(f"{FAULT_VARIABLE} must look like POINT:N with N >= 1; got {text!r}")
+    return pattern, int(count)
+
+
+_FAULT = _parse_fault(os.environ.get(FAULT_VARIABLE))
+_fault_hits = 0
+
+
+def fault_point(name: str) -> None:
+    """SIGKILLs this process if `KERAS_ATTENTION_FAULT` says to die here (see the module's
+    docstring); does nothing when it is unset."""
+    global _fault_hits
+    if _FAULT is None:
+        return
+    pattern, count = _FAULT
+    if fnmatch.fnmatchcase(name, pattern):
+        _fault_hits += 1
+        if _fault_hits == count:
+            kill = getattr(signal, "SIGKILL", None)
+            if kill is None:  # Windows
+                os._exit(137)
+            os.kill(os.getpid(), kill)
 
 
 @contextlib.contextmanager
@@ -33,10 +79,24 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     os.remove(name)  # writers such as h5py refuse some existing files; they create it
     try:
         yield Path(name)
+        fault_point(f"write:{path.name}")
         os.replace(name, path)
     finally:
         if os.path.exists(name):
             os.remove(name)
+
+
+def temporary_files(folder: str | os.PathLike, names: list[str]) -> list[Path]:
+    """The temporary files (or folders) that atomic writes of `names` in `folder` left behind
+    when killed: `.<name>.*`, as `atomic_path` and `write_bytes_atomically` name them."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(
+        path
+        for path in folder.iterdir()
+        if any(fnmatch.fnmatchcase(path.name, f".{name}.*") for name in names)
+    )
 
 
 def write_text_atomically(path: str | os.PathLike, text: str) -> None:

@@ -7,6 +7,7 @@ then the SavedModel export checked by reloading it and scoring the test split.
 import dataclasses
 import json
 import logging
+import math
 import os
 import shutil
 import tempfile
@@ -14,8 +15,14 @@ import time
 from pathlib import Path
 
 import keras
+import numpy as np
 
-from keras_attention.atomic_files import atomic_path, write_json_atomically
+from keras_attention.atomic_files import (
+    atomic_path,
+    fault_point,
+    temporary_files,
+    write_json_atomically,
+)
 from keras_attention.checkpoint_selection import (
     Selection,
     candidate_checkpoints,
@@ -31,8 +38,9 @@ from keras_attention.evaluation import score, translate_all
 from keras_attention.export import Translator, export_translator, load_exported
 from keras_attention.learning_curve import plot_learning_curve
 from keras_attention.models import Transformer
+from keras_attention.models.presets import PRESETS, preset_config
 from keras_attention.run_files import load_run_model
-from keras_attention.training.callbacks import training_callbacks
+from keras_attention.training.callbacks import repair_run_files, training_callbacks
 from keras_attention.training.recipe import compile_with_paper_recipe
 from keras_attention.training.resume import fit_resumable
 from keras_attention.validation_bleu import ValidationBleu
@@ -182,6 +190,42 @@ class TrainConfig:
             raise ValueError(
                 f"average must be a list of integers >= 2; got average={self.average!r}"
             )
+        if self.preset not in PRESETS:
+            raise ValueError(f"preset must be one of {sorted(PRESETS)}; got preset={self.preset!r}")
+        size = self.vocabulary_size
+        if isinstance(size, bool) or not isinstance(size, int) or size <= 4:
+            raise ValueError(
+                f"vocabulary_size must be an integer > 4; got vocabulary_size={size!r}"
+            )
+        if self.max_length < 2:
+            raise ValueError(f"max_length must be >= 2; got max_length={self.max_length}")
+        if self.max_tokens < self.max_length:
+            raise ValueError(
+                "max_tokens must be >= max_length so that the longest pair fits in a batch; "
+                f"got max_tokens={self.max_tokens}, max_length={self.max_length}"
+            )
+        for name, low, high in (
+            ("learning_rate_scale", 0.0, math.inf),
+            ("label_smoothing", 0.0, 1.0),
+            ("alpha", 0.0, math.inf),
+            ("connect_timeout", 0.0, math.inf),
+        ):
+            value = getattr(self, name)
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            strict = name in ("learning_rate_scale", "connect_timeout")
+            if not number or not (low < value if strict else low <= value) or not value < high:
+                interval = f"> {low}" if strict else f">= {low}"
+                raise ValueError(
+                    f"{name} must be a finite number {interval}"
+                    + (f" and < {high}" if high < math.inf else "")
+                    + f"; got {name}={value!r}"
+                )
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0; got seed={self.seed!r}")
+        if not isinstance(self.model_overrides, dict):
+            raise ValueError(
+                f"model_overrides must be a dict; got model_overrides={self.model_overrides!r}"
+            )
 
 
 @dataclasses.dataclass
@@ -226,24 +270,308 @@ def _resolve_jit(jit_compile: bool | None) -> bool:
     return bool(tf.config.list_logical_devices("GPU"))
 
 
-def _tokenizer_for(
-    output_dir: Path, sources: list[str], targets: list[str], size: int, strategy
-) -> SubwordTokenizer:
-    """The run's tokenizer: the saved one when resuming, else a new one learned and saved by
-    the chief, which the other workers then read."""
-    path = output_dir / "tokenizer.model"
-    if is_chief(strategy) and not path.exists():
-        SubwordTokenizer.train(sources + targets, size).save(path)
-    barrier(strategy)
-    return SubwordTokenizer.load(path)
+# The files and folders of a run (`inspect_run_folder`); `--overwrite` removes them.
+RUN_FILES = (
+    "tokenizer.model",
+    "backup",
+    "checkpoints",
+    "logs",
+    "training_log.csv",
+    "validation_bleu.json",
+    "bleu.json",
+    "test_metrics.json",
+    "learning_curve.png",
+    "export",
+    "model.keras",
+    "config.json",  # last: while it is there, the folder is still this run's
+)
+# Written with `atomic_path` or `write_bytes_atomically`: a kill can leave `.<name>.*`.
+ATOMIC_FILES = (
+    "config.json",
+    "tokenizer.model",
+    "training_log.csv",
+    "validation_bleu.json",
+    "bleu.json",
+    "test_metrics.json",
+    "learning_curve.png",
+    "model.keras",
+)
+# Settings that may differ between the starts of one run: where it is.
+NOT_COMPARED = ("output_dir",)
 
 
-def train_translator(config: TrainConfig) -> TrainResult:
+def config_differences(saved: dict, config: "TrainConfig") -> list[str]:
+    """The settings in which `config` differs from a run's saved `config.json`, one
+    `"name: saved -> new"` each (sorted; `output_dir` is not compared)."""
+    current = json.loads(json.dumps(dataclasses.asdict(config)))
+    missing = object()
+    differences = []
+    for name in sorted((set(saved) | set(current)) - set(NOT_COMPARED)):
+        old, new = saved.get(name, missing), current.get(name, missing)
+        if old != new:
+            shown = ["(absent)" if v is missing else json.dumps(v) for v in (old, new)]
+            differences.append(f"{name}: {shown[0]} -> {shown[1]}")
+    return differences
+
+
+def inspect_run_folder(output_dir: Path, config: "TrainConfig", overwrite: bool) -> bool:
+    """Checks that a run with `config` may start in `output_dir`; writes nothing.
+
+    A run folder belongs to one configuration: the same one resumes there, another is
+    refused unless `overwrite` (then the old run's files are removed, by `remove_run_files`).
+
+    Returns:
+        Whether the folder holds this run already (its `config.json` is `config`'s).
+
+    Raises:
+        ValueError: the folder holds another run (naming the differing settings), files of a
+            run without its `config.json`, a corrupt `config.json`, or trained weights
+            without their tokenizer.
+    """
+    hint = (
+        "start it with another output folder, or pass overwrite=True (tools/train.py "
+        "--overwrite) to remove the old run's files and start afresh"
+    )
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ValueError(f"output folder {output_dir} is a file")
+    if overwrite or not output_dir.is_dir():
+        return False
+    saved_path = output_dir / "config.json"
+    if not saved_path.is_file():
+        present = [name for name in RUN_FILES if (output_dir / name).exists()]
+        if present:
+            raise ValueError(
+                f"{output_dir} holds files of a run ({', '.join(present)}) but no config.json, "
+                f"so they may be another run's; {hint}"
+            )
+        return False
+    try:
+        saved = json.loads(saved_path.read_text())
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"{saved_path} is corrupt: not valid JSON ({error}); {hint}") from None
+    if not isinstance(saved, dict):
+        raise ValueError(f"{saved_path} is corrupt: not a JSON object; {hint}")
+    differences = config_differences(saved, config)
+    if differences:
+        raise ValueError(
+            f"{output_dir} holds a run with other settings ({'; '.join(differences)}): the "
+            f"same settings resume it; {hint}"
+        )
+    trained = [name for name in ("backup", "checkpoints", "model.keras")
+               if (output_dir / name).exists()]  # fmt: skip
+    if trained and not (output_dir / "tokenizer.model").is_file():
+        raise ValueError(
+            f"{output_dir} holds a run's weights ({', '.join(trained)}) but not its "
+            f"tokenizer.model; {hint}"
+        )
+    return True
+
+
+def remove_run_files(output_dir: Path) -> None:
+    """Removes the files of a run from `output_dir` (`RUN_FILES` and the temporary files of
+    its atomic writes), `config.json` last; leaves anything else."""
+    for path in temporary_files(output_dir, list(ATOMIC_FILES)):
+        _remove(path)
+    for name in RUN_FILES:
+        _remove(output_dir / name)
+
+
+def remove_temporary_files(output_dir: Path) -> None:
+    """Removes what the writes of a killed run left half-done (they are all atomic)."""
+    for path in temporary_files(output_dir, list(ATOMIC_FILES)):
+        _remove(path)
+    names = ["epoch_*.weights.h5", "best.weights.h5"]
+    for path in temporary_files(output_dir / "checkpoints", names):
+        _remove(path)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def _check_model_overrides(config: "TrainConfig") -> None:
+    """Raises `ValueError` if the preset's model cannot be made with `model_overrides`
+    (constructed without weights, outside any strategy, before the run's seed is set)."""
+    try:
+        settings = preset_config(config.preset, **config.model_overrides)
+        Transformer(config.vocabulary_size, **settings, name="model_overrides_check")
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"model_overrides={json.dumps(config.model_overrides)} do not make a "
+            f"{config.preset!r} Transformer: {error}"
+        ) from None
+
+
+def _epoch_seed(seed: int, epoch: int) -> int:
+    """The shuffling seed of epoch `epoch`: a function of the run's seed and the epoch only,
+    so that a resumed run trains on the batches of an uninterrupted one."""
+    return int(np.random.SeedSequence([seed, epoch]).generate_state(1)[0] % 2**31)
+
+
+@dataclasses.dataclass
+class RunData:
+    """A run's corpus, tokenizer and batches.
+
+    Attributes:
+        corpus: `{"train": (sources, targets), "val": ..., "test": ...}`.
+        tokenizer: the run's tokenizer.
+        train_batches: `epoch -> tf.data.Dataset` of that epoch's batches, shuffled with a
+            seed of the run's seed and the epoch (see `fit_resumable`).
+        val_batches: the validation batches.
+        test_batches: the test batches.
+    """
+
+    corpus: dict
+    tokenizer: SubwordTokenizer
+    train_batches: object
+    val_batches: object
+    test_batches: object
+
+
+def _run_data(
+    config: "TrainConfig", corpus: dict, tokenizer: SubwordTokenizer, replicas: int
+) -> RunData:
+    """Encodes and batches the corpus; raises `ValueError` if no training pair fits."""
+    encoded = {}
+    for split, (sources, targets) in corpus.items():
+        encoded[split] = encode_pairs(tokenizer, sources, targets, max_length=config.max_length)
+        logger.info(
+            "%s: %d pairs kept of %d", split, encoded[split].num_pairs, encoded[split].num_read
+        )
+    if not encoded["train"].num_pairs:
+        raise ValueError(
+            f"no training pair is at most max_length={config.max_length} tokens long "
+            f"(of {encoded['train'].num_read})"
+        )
+
+    def batches(split: str, shuffle: bool, seed: int):
+        return make_batches(
+            encoded[split],
+            max_tokens=config.max_tokens,
+            max_length=config.max_length,
+            batch_multiple=replicas,
+            shuffle=shuffle,
+            seed=seed,
+        )
+
+    def train_batches(epoch: int):
+        return batches("train", True, _epoch_seed(config.seed, epoch))
+
+    train_batches(0)  # checks that the settings batch the corpus, before any file is written
+    return RunData(
+        corpus,
+        tokenizer,
+        train_batches,
+        batches("val", False, config.seed),
+        batches("test", False, config.seed),
+    )
+
+
+@dataclasses.dataclass
+class PreparedRun:
+    """A run whose settings, data and folder were checked, ready to train
+    (`prepare_run`).
+
+    Attributes:
+        config: the settings (dataset defaults filled in).
+        strategy: the `tf.distribute.Strategy`.
+        output_dir: the run's folder.
+        write_dir: the folder this process writes (`output_dir` on the chief).
+        is_chief: whether this process writes `output_dir`.
+        data: the corpus, tokenizer and batches.
+    """
+
+    config: TrainConfig
+    strategy: object
+    output_dir: Path
+    write_dir: Path
+    is_chief: bool
+    data: RunData
+
+
+def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
+    """Checks everything a run needs, then writes its `config.json` and `tokenizer.model`.
+
+    Everything that can be wrong with the settings, the corpus or the output folder is found
+    before anything is written, so a start that fails leaves nothing that a later run would
+    pick up: settings (`TrainConfig.validate`, the model's overrides), the folder
+    (`inspect_run_folder`: another run's folder is refused unless `overwrite`), the corpus,
+    the tokenizer (learned in memory, or the saved one when resuming) and the batches.
+
+    Args:
+        config: the run's settings.
+        overwrite: remove the files of a run already in `config.output_dir` and start afresh.
+
+    Returns:
+        A `PreparedRun`, for `train_prepared`.
+
+    Raises:
+        ValueError: naming the setting, file or folder at fault.
+        OSError: a corpus file cannot be read.
+    """
+    config = config.resolved()
+    config.validate()
+    # First, because a multi-worker strategy must exist before TensorFlow runs any op.
+    strategy = get_strategy(config.devices, config.connect_timeout)
+    _check_model_overrides(config)
+    output_dir = Path(config.output_dir)
+    chief = is_chief(strategy)
+    resuming = inspect_run_folder(output_dir, config, overwrite)
+    keras.utils.set_random_seed(config.seed)
+    corpus = load_corpus(config.dataset, config.data_dir, seed=config.seed)
+    if config.train_pairs is not None:
+        sources, targets = corpus["train"]
+        corpus["train"] = (sources[: config.train_pairs], targets[: config.train_pairs])
+    tokenizer_path = output_dir / "tokenizer.model"
+    replicas = strategy.num_replicas_in_sync
+    data = None
+    if chief:
+        if resuming and tokenizer_path.is_file():
+            try:
+                tokenizer = SubwordTokenizer.load(tokenizer_path)
+            except ValueError as error:
+                raise ValueError(f"{tokenizer_path} is corrupt: {error}") from None
+        else:
+            sources, targets = corpus["train"]
+            tokenizer = SubwordTokenizer.train(sources + targets, config.vocabulary_size)
+        data = _run_data(config, corpus, tokenizer, replicas)
+        # Everything checked: the run's folder is written from here on.
+        if overwrite and output_dir.is_dir():
+            remove_run_files(output_dir)
+        output_dir.mkdir(parents=True, exist_ok=True)
+        remove_temporary_files(output_dir)
+        if not resuming:
+            write_json_atomically(output_dir / "config.json", dataclasses.asdict(config))
+        if not tokenizer_path.is_file():
+            tokenizer.save(tokenizer_path)
+    barrier(strategy)  # the other workers read the chief's tokenizer
+    if not chief:
+        data = _run_data(config, corpus, SubwordTokenizer.load(tokenizer_path), replicas)
+    write_dir = output_dir
+    if not chief:
+        write_dir = Path(tempfile.mkdtemp(prefix="keras-attention-worker-"))
+        write_json_atomically(write_dir / "config.json", dataclasses.asdict(config))
+    return PreparedRun(config, strategy, output_dir, write_dir, chief, data)
+
+
+def train_translator(config: TrainConfig, overwrite: bool = False) -> TrainResult:
     """Trains a translator with the paper's recipe and writes everything to `output_dir`.
 
-    Killed and started again with the same `output_dir`, the run resumes from the last
-    backup: the last epoch end, or with `backup_every_steps` the last step backed up
-    (`fit_resumable`).
+    A run folder belongs to one configuration. Started again with the same settings and
+    `output_dir` (after a kill, say), the run resumes: from the last backup (an epoch end,
+    or with `backup_every_steps` the last step backed up; `fit_resumable`) while training,
+    at the choice of weights after it, and with nothing to do once `model.keras` is written
+    (that file is written last). The resumed run trains on the batches, in the order, of an
+    uninterrupted one (each epoch is shuffled with its own seed). Started with other
+    settings in that folder it is refused, unless `overwrite` (see `prepare_run`).
+
+    Every file is written atomically (a temporary name, then a rename), except the CSV log
+    and TensorBoard's, which are appended to: on resuming, the log rows, checkpoints and
+    validation scores of epochs after the backup are dropped (they are written again) and
+    the temporary files of interrupted writes removed.
 
     With a multi-worker `TF_CONFIG`, run it on every worker with the same config (call it
     before TensorFlow runs any op): `output_dir` must be on storage that every worker sees;
@@ -252,56 +580,56 @@ def train_translator(config: TrainConfig) -> TrainResult:
 
     Args:
         config: the run's settings.
+        overwrite: remove the files of another run in `output_dir` and start afresh.
 
     Returns:
         A `TrainResult`.
+
+    Raises:
+        ValueError: as `prepare_run`, before anything is written.
     """
-    config = config.resolved()
-    config.validate()
-    # First, because a multi-worker strategy must exist before TensorFlow runs any op.
-    strategy = get_strategy(config.devices, config.connect_timeout)
-    output_dir = Path(config.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    chief = is_chief(strategy)
-    write_dir = output_dir if chief else Path(tempfile.mkdtemp(prefix="keras-attention-worker-"))
+    return train_prepared(prepare_run(config, overwrite))
+
+
+def train_prepared(run: PreparedRun) -> TrainResult:
+    """Trains (or resumes) a run checked by `prepare_run`; returns its `TrainResult`."""
     try:
-        return _train(config, strategy, output_dir, write_dir, chief)
+        if (run.output_dir / "model.keras").is_file():
+            return _finished(run)
+        return _train(run)
     except BaseException:
-        if not chief:
-            shutil.rmtree(write_dir, ignore_errors=True)
+        if not run.is_chief:
+            shutil.rmtree(run.write_dir, ignore_errors=True)
         raise
 
 
-def _train(
-    config: TrainConfig, strategy, output_dir: Path, write_dir: Path, chief: bool
-) -> TrainResult:
-    write_json_atomically(write_dir / "config.json", dataclasses.asdict(config))
-    keras.utils.set_random_seed(config.seed)
-
-    corpus = load_corpus(config.dataset, config.data_dir, seed=config.seed)
-    if config.train_pairs is not None:
-        sources, targets = corpus["train"]
-        corpus["train"] = (sources[: config.train_pairs], targets[: config.train_pairs])
-    tokenizer = _tokenizer_for(output_dir, *corpus["train"], config.vocabulary_size, strategy)
-    replicas = strategy.num_replicas_in_sync
-
-    def batches(split: str, shuffle: bool):
-        encoded = encode_pairs(tokenizer, *corpus[split], max_length=config.max_length)
-        logger.info("%s: %d pairs kept of %d", split, encoded.num_pairs, encoded.num_read)
-        return make_batches(
-            encoded,
-            max_tokens=config.max_tokens,
-            max_length=config.max_length,
-            batch_multiple=replicas,
-            shuffle=shuffle,
-            seed=config.seed,
-        )
-
-    train_data, val_data, test_data = (
-        batches("train", True),
-        batches("val", False),
-        batches("test", False),
+def _finished(run: PreparedRun) -> TrainResult:
+    """The `TrainResult` of a run whose training and choice of weights are done."""
+    logger.info("%s holds a finished run: nothing to train", run.output_dir)
+    if run.is_chief:
+        shutil.rmtree(run.output_dir / "backup", ignore_errors=True)
+    model_path = run.output_dir / "model.keras"
+    model = keras.models.load_model(model_path)
+    test_metrics = json.loads((run.output_dir / "test_metrics.json").read_text())
+    record = json.loads((run.output_dir / "bleu.json").read_text())
+    selection = Selection(record["model"], record["checkpoints"], record["validation"])
+    return TrainResult(
+        model,
+        run.data.tokenizer,
+        {},
+        test_metrics,
+        model_path,
+        run.config,
+        run.write_dir,
+        run.is_chief,
+        selection,
     )
+
+
+def _train(run: PreparedRun) -> TrainResult:
+    config, strategy, data = run.config, run.strategy, run.data
+    output_dir, write_dir, chief = run.output_dir, run.write_dir, run.is_chief
+    tokenizer = data.tokenizer
     previous_policy = keras.config.dtype_policy()
     if config.mixed_precision:
         keras.config.set_dtype_policy(config.mixed_precision)
@@ -318,34 +646,49 @@ def _train(
                 learning_rate_scale=config.learning_rate_scale,
                 jit_compile=_resolve_jit(config.jit_compile),
             )
+        validation_bleu = _validation_bleu(config, tokenizer, data.corpus["val"], write_dir)
         callbacks = training_callbacks(
             write_dir,
             output_dir / "backup",
             is_chief=chief,
             backup_every_steps=config.backup_every_steps,
+            before_logs=[validation_bleu] if validation_bleu is not None else [],
+            delete_backup=False,  # removed once model.keras is written (see below)
         )
-        validation_bleu = _validation_bleu(config, tokenizer, corpus["val"], write_dir)
-        if validation_bleu is not None:
-            # After the backup, before the checkpoint and the logs (which record its scores).
-            callbacks.insert(1, validation_bleu)
+
+        def after_restore(epoch: int, batch: int) -> None:
+            logger.info("training starts at epoch %d, batch %d", epoch + 1, batch)
+            repair_run_files(write_dir, epoch)
+            if validation_bleu is not None:
+                validation_bleu.resume_from(
+                    epoch,
+                    lambda number: write_dir / "checkpoints" / f"epoch_{number:03d}.weights.h5",
+                )
+
         history = fit_resumable(
             model,
-            train_data,
+            data.train_batches,
             epochs=config.epochs,
             callbacks=callbacks,
-            validation_data=val_data,
+            after_restore=after_restore,
+            validation_data=data.val_batches,
             verbose=2,
         )
-        selection = _select(config, model, tokenizer, corpus["val"], write_dir, validation_bleu)
-        test_metrics = model.evaluate(test_data, return_dict=True, verbose=0)
+        selection = _select(
+            config, model, tokenizer, data.corpus["val"], write_dir, validation_bleu
+        )
+        test_metrics = model.evaluate(data.test_batches, return_dict=True, verbose=0)
     finally:
         keras.config.set_dtype_policy(previous_policy)
+    write_json_atomically(write_dir / "test_metrics.json", test_metrics)
+    if (write_dir / "training_log.csv").is_file():
+        _plot(write_dir)
+    # Last: `model.keras` says that the run is finished (`train_prepared`).
     model_path = write_dir / "model.keras"
     with atomic_path(model_path) as tmp:
         model.save(tmp)
-    write_json_atomically(write_dir / "test_metrics.json", test_metrics)
-    if (write_dir / "training_log.csv").is_file():
-        plot_learning_curve(write_dir / "training_log.csv", write_dir / "learning_curve.png")
+    if chief:
+        shutil.rmtree(output_dir / "backup", ignore_errors=True)
     return TrainResult(
         model,
         tokenizer,
@@ -357,6 +700,17 @@ def _train(
         chief,
         selection,
     )
+
+
+def _plot(write_dir: Path) -> None:
+    """Draws `learning_curve.png`; `plot_learning_curve`'s own temporary file goes to a
+    folder that a resumed run removes if a kill leaves it."""
+    staging = Path(tempfile.mkdtemp(dir=write_dir, prefix=".learning_curve.png."))
+    try:
+        plot_learning_curve(write_dir / "training_log.csv", staging / "learning_curve.png")
+        os.replace(staging / "learning_curve.png", write_dir / "learning_curve.png")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _validation_bleu(
@@ -471,9 +825,9 @@ def export_and_evaluate(
     """Exports the trained translator, reloads the SavedModel as TF Serving would, translates
     a few test sentences with it and scores the whole test split with sacreBLEU.
 
-    The export goes to `output_dir/export/<next version>/`. The test scores join the
-    validation scores and the choice of weights in `output_dir/bleu.json`
-    (`result.output_dir`: a temporary folder on non-chief workers).
+    The export goes to `output_dir/export/1/` (replaced when a resumed run exports again).
+    The test scores join the validation scores and the choice of weights in
+    `output_dir/bleu.json` (`result.output_dir`: a temporary folder on non-chief workers).
 
     Args:
         result: the trained run.
@@ -489,7 +843,9 @@ def export_and_evaluate(
     translator = Translator(
         result.model, result.tokenizer, beam_size, alpha, max_source_length=config.max_length
     )
-    export_path = export_translator(translator, output_dir / "export")
+    # Version 1, replaced by a resumed run: a run exports its translator once.
+    export_path = export_translator(translator, output_dir / "export", version=1, overwrite=True)
+    fault_point("export")
     serve = load_exported(export_path)
     sources, references = load_corpus(config.dataset, config.data_dir, seed=config.seed)["test"]
     hypotheses, _ = translate_all(serve, sources)

@@ -3,14 +3,15 @@ cached search, logs sacreBLEU and chrF, and keeps the best weights."""
 
 import json
 import os
+import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import keras
 import numpy as np
 
-from keras_attention.atomic_files import write_json_atomically
+from keras_attention.atomic_files import atomic_path, temporary_files, write_json_atomically
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.evaluation import score, translate_all
 from keras_attention.export import Translator
@@ -39,7 +40,8 @@ class ValidationBleu(keras.callbacks.Callback):
     `val_bleu` improves, the weights are written (atomically) to `best_path`.
 
     The state (best score, scores of every evaluated epoch, elapsed time) is kept in
-    `state_path`, so a resumed run goes on where it stopped.
+    `state_path`, so a resumed run goes on where it stopped; `resume_from` first forgets
+    the epochs that the run's backup does not cover (a killed run trains them again).
 
     Args:
         tokenizer: the model's tokenizer.
@@ -103,12 +105,57 @@ class ValidationBleu(keras.callbacks.Callback):
         self._started = None
         self._elapsed_before = 0.0
 
-    def on_train_begin(self, logs=None):
+    def _read_state(self) -> None:
         if self.state_path is not None and self.state_path.is_file():
             try:
                 self.state = json.loads(self.state_path.read_text())
             except json.JSONDecodeError as error:
                 raise ValueError(f"corrupt state file {self.state_path}: {error}") from error
+
+    def resume_from(
+        self, finished_epochs: int, checkpoint: Callable[[int], os.PathLike] | None = None
+    ) -> None:
+        """Forgets the scores of the epochs after `finished_epochs` (those a killed run
+        scored after its last backup, which training does again), and makes `best_path`
+        hold the weights of the best epoch left.
+
+        A kill can come between the writes of `best_path` and of the state: the best
+        weights are copied again from that epoch's checkpoint, which holds the same weights.
+
+        Args:
+            finished_epochs: how many epochs the restored backup has finished.
+            checkpoint: the checkpoint file of an epoch (1-based), e.g.
+                `lambda epoch: f"checkpoints/epoch_{epoch:03d}.weights.h5"`.
+        """
+        self._read_state()
+        scores = {
+            number: values
+            for number, values in self.state.get("scores", {}).items()
+            if int(number) <= finished_epochs
+        }
+        best = max(scores, key=lambda n: (scores[n]["bleu"], -int(n)), default=None)
+        self.state.update(
+            scores=scores,
+            best_epoch=None if best is None else int(best),
+            best_bleu=None if best is None else scores[best]["bleu"],
+        )
+        if self.state_path is not None:
+            for path in temporary_files(self.state_path.parent, [self.state_path.name]):
+                path.unlink()
+            write_json_atomically(self.state_path, self.state)
+        if self.best_path is None:
+            return
+        for path in temporary_files(self.best_path.parent, [self.best_path.name]):
+            path.unlink()
+        source = None if best is None or checkpoint is None else Path(checkpoint(int(best)))
+        if best is None:
+            self.best_path.unlink(missing_ok=True)
+        elif source is not None and source.is_file():
+            with atomic_path(self.best_path) as tmp:
+                shutil.copyfile(source, tmp)
+
+    def on_train_begin(self, logs=None):
+        self._read_state()
         self._elapsed_before = float(self.state.get("elapsed_s", 0.0))
         self._started = time.monotonic()
         # Translator's tf.function reads the model's variables, so it follows training.
@@ -158,6 +205,5 @@ class ValidationBleu(keras.callbacks.Callback):
 
     def _save_best(self) -> None:
         self.best_path.parent.mkdir(parents=True, exist_ok=True)
-        staging = self.best_path.with_name(f".{self.best_path.name}.{os.getpid()}.weights.h5")
-        self.model.save_weights(str(staging))
-        os.replace(staging, self.best_path)
+        with atomic_path(self.best_path) as tmp:
+            self.model.save_weights(tmp)

@@ -1,7 +1,10 @@
-"""`tools/train.py` end to end: the files of a run, and resuming after SIGKILL."""
+"""`tools/train.py` end to end: the files of a run, resuming after SIGKILL, a run folder that
+belongs to one configuration, and user errors as one line that leave nothing behind."""
 
 import csv
+import dataclasses
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +13,7 @@ import keras
 import pytest
 
 import keras_attention  # noqa: F401 (registers the classes that load_model reads)
+from keras_attention.translation_run import TrainConfig
 from tests.run_helpers import kill_when, logged_epochs, read_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,16 +43,41 @@ def test_help_lists_the_options():
         assert option in done.stdout
 
 
-def test_a_run_writes_every_file(tmp_path: Path):
+def run_train(*args: str | Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "train.py"), *map(str, args)],
+        capture_output=True, text=True, timeout=timeout, env=env, check=False,
+    )  # fmt: skip
+
+
+def another_runs_files(output_dir: Path) -> None:
+    """The files of a run of 5 epochs with other settings, in `output_dir`."""
+    config = TrainConfig(output_dir=str(output_dir), epochs=5, vocabulary_size=150).resolved()
+    (output_dir / "checkpoints").mkdir(parents=True)
+    (output_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config)))
+    (output_dir / "tokenizer.model").write_bytes(b"another run's tokenizer")
+    (output_dir / "checkpoints" / "epoch_005.weights.h5").write_bytes(b"another run's weights")
+    (output_dir / "training_log.csv").write_text("epoch,loss\n0,9.0\n")
+    (output_dir / "notes.txt").write_text("not a file of the run")
+
+
+def test_a_run_writes_every_file_over_another_run_with_overwrite(tmp_path: Path):
+    another_runs_files(tmp_path)
     done = subprocess.run(
-        train_command(tmp_path, 2), capture_output=True, text=True, timeout=600, check=False
-    )
+        train_command(tmp_path, 2, "--overwrite"),
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     for name in ("config.json", "tokenizer.model", "training_log.csv", "model.keras",
                  "test_metrics.json", "checkpoints/epoch_001.weights.h5",
                  "checkpoints/epoch_002.weights.h5", "checkpoints/best.weights.h5",
                  "validation_bleu.json", "learning_curve.png", "bleu.json"):  # fmt: skip
         assert (tmp_path / name).exists(), name
+    # The old run's files are gone, the others left alone.
+    assert not (tmp_path / "checkpoints" / "epoch_005.weights.h5").exists()
+    assert (tmp_path / "tokenizer.model").read_bytes() != b"another run's tokenizer"
+    assert (tmp_path / "notes.txt").exists()
     with (tmp_path / "training_log.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert all(0.0 <= float(row["val_bleu"]) <= 100.0 for row in rows)  # every epoch scored
@@ -60,43 +89,113 @@ def test_a_run_writes_every_file(tmp_path: Path):
     assert bleu["exported"].endswith("export/1")
     assert "final weights, chosen on the validation split:" in done.stdout
     assert any((tmp_path / "logs").rglob("events.out.tfevents.*"))
-    assert not (tmp_path / "backup").exists() or not any((tmp_path / "backup").iterdir())
+    assert not (tmp_path / "backup").exists()
     assert json.loads((tmp_path / "config.json").read_text())["epochs"] == 2
     assert logged_epochs(tmp_path) == [0, 1]
     metrics = json.loads((tmp_path / "test_metrics.json").read_text())
     assert 0.0 <= metrics["accuracy"] <= 1.0
     model = keras.models.load_model(tmp_path / "model.keras")
     assert model.d_model == 16
+    model_bytes = (tmp_path / "model.keras").read_bytes()
 
-
-def test_bad_arguments_are_named(tmp_path: Path):
-    done = subprocess.run(
-        train_command(tmp_path, 0), capture_output=True, text=True, timeout=120, check=False
+    # The same command again: the run is finished, nothing is trained or logged again.
+    again = subprocess.run(
+        train_command(tmp_path, 2), capture_output=True, text=True, timeout=600, check=False
     )
-    assert done.returncode != 0
-    assert "epochs must be a positive integer; got epochs=0" in done.stderr
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Epoch 1/" not in again.stdout + again.stderr
+    assert logged_epochs(tmp_path) == [0, 1]
+    assert (tmp_path / "model.keras").read_bytes() == model_bytes
+    assert sorted(path.name for path in (tmp_path / "export").iterdir()) == ["1"]
+    assert [path.name for path in tmp_path.rglob(".*")] == []
+
+
+def user_error(*args: str | Path) -> str:
+    """Runs tools/train.py, which must fail with one line, `error: ...`; returns it."""
+    done = run_train(*args)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    lines = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1, done.stderr[-3000:]
+    assert done.stdout == ""
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--epochs", "0"], "error: argument --epochs: must be >= 1; got 0"),
+        (["--override", "dropout=abc"], "error: --override dropout=abc: the value is not JSON"),
+        (["--override", 'num_heads="x"'], "error: --override={"),
+        (["--override", "no_such_argument=1"], "no_such_argument"),
+        (["--max-tokens", "1"], "error: --max-tokens must be >= --max-length"),
+        (["--alpha", "-1"], "error: argument --alpha: must be a finite number >= 0"),
+    ],
+)
+def test_bad_arguments_are_one_line_and_leave_nothing(tmp_path: Path, args, message):
+    output_dir = tmp_path / "run"
+    error = user_error(*train_command(output_dir, 1, *args)[2:])
+    assert message in error, error
+    assert not output_dir.exists()
+
+
+def test_a_vocabulary_the_corpus_cannot_fill_leaves_nothing(tmp_path: Path):
+    output_dir = tmp_path / "run"
+    args = train_command(output_dir, 1, "--train-pairs", "20", "--vocabulary-size", "5000")
+    error = user_error(*args[2:])
+    assert "could not learn a SentencePiece model with --vocabulary-size=5000" in error
+    assert not output_dir.exists()  # in particular, no tokenizer.model for a later run
+
+
+def test_a_misaligned_corpus_is_named(tmp_path: Path):
+    data = tmp_path / "multi30k"
+    data.mkdir()
+    for split in ("train", "val", "test2016"):
+        (data / f"{split}.en").write_text("a cat .\na dog .\n")
+        (data / f"{split}.de").write_text("eine Katze .\n")
+    error = user_error(
+        "--dataset", "multi30k", "--data-dir", data, "--output-dir", tmp_path / "run"
+    )
+    assert "parallel files differ in length" in error and "train.en" in error
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_unwritable_output_dir_is_named_before_any_work(tmp_path: Path):
+    (tmp_path / "a_file").write_text("not a folder")
+    error = user_error("--output-dir", tmp_path / "a_file" / "run")
+    assert error.startswith("error: --output-dir ") and "is a file, not a folder" in error
+
+
+def test_another_runs_folder_is_refused_naming_the_settings(tmp_path: Path):
+    another_runs_files(tmp_path)
+    error = user_error(*train_command(tmp_path, 2)[2:])
+    assert "holds a run with other settings" in error
+    assert "--epochs: 5 -> 2" in error and "--vocabulary-size: 150 -> 120" in error
+    assert "--overwrite" in error
+    assert (tmp_path / "tokenizer.model").read_bytes() == b"another run's tokenizer"
+
+
+def test_run_files_without_a_config_are_refused(tmp_path: Path):
+    (tmp_path / "tokenizer.model").write_bytes(b"a tokenizer of unknown settings")
+    error = user_error(*train_command(tmp_path, 2)[2:])
+    assert "holds files of a run (tokenizer.model) but no config.json" in error
 
 
 def test_a_killed_run_resumes_from_its_last_backup(tmp_path: Path):
     epochs = 6
-    kill_when(
-        train_command(tmp_path, epochs, "--train-pairs", "1500"),
-        lambda: bool(logged_epochs(tmp_path)),
-    )
+    command = train_command(tmp_path, epochs, "--train-pairs", "1500")
+    metadata = tmp_path / "backup" / "training_metadata.json"
+    # Killed once epoch 1 is backed up (after its checkpoint and log row).
+    kill_when(command, lambda: (read_metadata(metadata) or {}).get("epoch", 0) >= 1)
     done_before_kill = logged_epochs(tmp_path)
     assert done_before_kill, "no epoch finished before the deadline"
     assert len(done_before_kill) < epochs, "the run finished before it was killed"
 
-    second = subprocess.run(
-        train_command(tmp_path, epochs, "--train-pairs", "1500"),
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+    second = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert second.returncode == 0, second.stderr[-3000:]
     assert f"Epoch 1/{epochs}" not in second.stdout + second.stderr  # resumed, not restarted
-    epochs_logged = logged_epochs(tmp_path)
-    assert epochs_logged[: len(done_before_kill)] == done_before_kill
-    assert epochs_logged == sorted(set(epochs_logged))  # no epoch trained twice
-    assert epochs_logged[-1] == epochs - 1
+    # One row per epoch: those logged before the kill, and the others once each.
+    assert logged_epochs(tmp_path) == list(range(epochs))
     assert (tmp_path / "model.keras").exists()
 
 

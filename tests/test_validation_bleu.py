@@ -164,3 +164,50 @@ def test_bad_arguments_are_named(setting):
         ValidationBleu(tokenizer, sources, references[:-1])
     with pytest.raises(ValueError, match="every_epochs must be an integer >= 1; got 0"):
         ValidationBleu(tokenizer, sources, references, every_epochs=0)
+
+
+def scores_of(bleu: float) -> dict:
+    return {"bleu": bleu, "chrf": bleu, "bleu_lowercase": bleu, "bleu_tokenized": bleu}
+
+
+@pytest.mark.parametrize(
+    ("saved_best", "finished", "best_after"),
+    [
+        (2, 1, 1),  # the best epoch was scored after the backup: the run forgets it
+        (1, 1, 1),  # killed after the best file of epoch 2, before the state said so
+        (2, 0, None),  # killed before the first backup: nothing is kept
+        (2, 2, 2),  # both epochs backed up: nothing changes
+    ],
+)
+def test_a_resumed_run_forgets_the_epochs_after_its_backup(
+    setting, tmp_path: Path, saved_best: int, finished: int, best_after: int | None
+):
+    tokenizer, _, (sources, references) = setting
+    state_path, best_path = tmp_path / "state.json", tmp_path / "best.weights.h5"
+    state = {
+        "best_epoch": saved_best,
+        "best_bleu": {1: 40.0, 2: 50.0}[saved_best],
+        "scores": {"1": scores_of(40.0), "2": scores_of(50.0)},
+        "elapsed_s": 12.0,
+    }
+    state_path.write_text(json.dumps(state))
+    best_path.write_bytes(b"the weights of epoch 2")  # what the killed run saved last
+    (tmp_path / f".{best_path.name}.x1y2z3.weights.h5").write_bytes(b"half-written")
+
+    def checkpoint(epoch: int) -> Path:
+        path = tmp_path / f"epoch_{epoch:03d}.weights.h5"
+        path.write_bytes(f"the weights of epoch {epoch}".encode())
+        return path
+
+    callback = ValidationBleu(
+        tokenizer, sources, references, best_path=best_path, state_path=state_path
+    )
+    callback.resume_from(finished, checkpoint)
+    kept = json.loads(state_path.read_text())
+    assert sorted(kept["scores"]) == [str(epoch) for epoch in range(1, finished + 1)]
+    assert kept["best_epoch"] == best_after and kept["elapsed_s"] == 12.0
+    if best_after is None:
+        assert not best_path.exists() and kept["best_bleu"] is None
+    else:
+        assert best_path.read_bytes() == f"the weights of epoch {best_after}".encode()
+    assert [path.name for path in tmp_path.glob(".*")] == []

@@ -16,6 +16,16 @@ peak measured in the same run. See keras_attention/benchmarks/train_throughput.p
 key/value cache and recomputing the decoder every step, the time of one step at positions 10,
 30 and 60, and the exported SavedModel against the in-library translator. See
 keras_attention/benchmarks/decode_throughput.py.
+
+    python tools/benchmark.py faults             # 25 kill points, about 26 minutes on 2 cores
+    python tools/benchmark.py faults --fast      # the CI's points
+    python tools/benchmark.py faults --json faults.json --work-dir /tmp/faults
+
+`faults`: SIGKILLs a tiny tools/train.py run at 25 points (in epochs, during checkpoint,
+backup, log and model writes, during the export), starts the same command again each time
+and checks that every file of the run folder loads and that the final weights equal those of
+an uninterrupted run (within the nondeterminism measured between two uninterrupted runs);
+prints points tried / points survived. See keras_attention/benchmarks/fault_injection.py.
 """
 
 import argparse
@@ -33,6 +43,13 @@ from keras_attention.benchmarks.decode_throughput import (
     run_decode_benchmark,
 )
 from keras_attention.benchmarks.decode_throughput import quick_config as quick_decode_config
+from keras_attention.benchmarks.fault_injection import (
+    FAST_POINTS,
+    LONG_POINTS,
+    FaultConfig,
+    format_report,
+    run_fault_injection,
+)
 from keras_attention.benchmarks.train_throughput import (
     TrainBenchmarkConfig,
     format_table,
@@ -159,11 +176,45 @@ def run_decode(args: argparse.Namespace) -> dict:
     return result
 
 
+def add_faults_parser(subparsers) -> None:
+    """The `faults` subcommand's arguments (defaults: `FaultConfig`)."""
+    parser = subparsers.add_parser(
+        "faults", help="SIGKILL a tiny training run at many points; it must resume intact"
+    )
+    parser.add_argument(
+        "--fast", action="store_true", help="the CI's points only (two kills, no export)"
+    )
+    parser.add_argument(
+        "--work-dir", default=None, help="keep the run folders here (default: removed)"
+    )
+    parser.add_argument(
+        "--references",
+        type=int,
+        default=FaultConfig.references,
+        help="uninterrupted runs, to measure the nondeterminism (%(default)s)",
+    )
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.set_defaults(run=run_faults)
+
+
+def run_faults(args: argparse.Namespace) -> dict:
+    """Runs the fault injection, prints its report; returns the results."""
+    if args.fast:
+        config = FaultConfig(FAST_POINTS, epochs=2, export=False, references=args.references)
+    else:
+        config = FaultConfig(LONG_POINTS, references=args.references)
+    config.work_dir = args.work_dir
+    report = run_fault_injection(config, progress=lambda line: print(line, flush=True))
+    print(format_report(report))
+    return report.as_dict()
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_train_parser(subparsers)
     add_decode_parser(subparsers)
+    add_faults_parser(subparsers)
     return parser.parse_args(argv)
 
 

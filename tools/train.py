@@ -3,9 +3,12 @@
     python tools/train.py              # the generated corpus, about 5 minutes on 2 CPU cores
     python tools/train.py --dataset multi30k --data-dir ../shared/data/multi30k --preset small
 
-Everything lands in --output-dir: config.json, tokenizer.model, backup/ (a killed run started
-again resumes from there), checkpoints/, logs/ (TensorBoard), training_log.csv, model.keras and
-test_metrics.json.
+Everything lands in --output-dir: config.json, tokenizer.model, backup/, checkpoints/, logs/
+(TensorBoard), training_log.csv, validation_bleu.json, bleu.json, test_metrics.json,
+learning_curve.png, model.keras and export/. A run folder belongs to one configuration: the
+same command started again there (after a kill, say) resumes the run, another is refused with
+the settings that differ (--overwrite removes the old run's files and starts afresh). Errors
+in the arguments or the corpus are one line, `error: ...`, found before anything is written.
 
 With TF_CONFIG set to a cluster of several workers, start the same command on every worker:
 they train together under MultiWorkerMirroredStrategy. The chief writes --output-dir (which
@@ -17,59 +20,108 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from keras_attention.cli import (
+    ArgumentParser,
+    check_output_dir,
+    fail,
+    int_at_least,
+    non_negative_float,
+    user_errors,
+)
 from keras_attention.data.datasets import DATASETS
 from keras_attention.models.presets import PRESETS
 from keras_attention.translation_run import (
     TrainConfig,
     TrainResult,
     export_and_evaluate,
-    train_translator,
+    prepare_run,
+    train_prepared,
 )
 
 DEFAULTS = TrainConfig()
+# The option of each `TrainConfig` field whose name differs from `--<field-name>`.
+OPTIONS = {"model_overrides": "--override", "jit_compile": "--jit"}
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool]:
-    """The command line as a `TrainConfig`, and whether to export and evaluate after training."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def option(field: str) -> str:
+    """The command-line option that sets `TrainConfig` field `field`."""
+    return OPTIONS.get(field, "--" + field.replace("_", "-"))
+
+
+def name_options(message: str) -> str:
+    """`message` with the `TrainConfig` fields it names written as their options, e.g.
+    `epochs must be ...; got epochs=0` as `--epochs must be ...; got --epochs=0`."""
+    names = "|".join(sorted((f.name for f in dataclasses.fields(TrainConfig)), key=len)[::-1])
+    # Not a part of a file path or of a longer word.
+    pattern = rf"(?<![\w/.\-])({names})(?![\w/.\-])"
+    return re.sub(pattern, lambda match: option(match.group(1)), message)
+
+
+def parse_override(item: str) -> tuple[str, object]:
+    """`NAME=JSON` as `(name, value)`; fails naming `--override` if it is not."""
+    name, _, value = item.partition("=")
+    if not name or not value:
+        fail(f"--override must look like NAME=JSON; got {item!r}")
+    try:
+        return name, json.loads(value)
+    except ValueError as error:
+        fail(
+            f"--override {item}: the value is not JSON ({error}); a string needs quotes, "
+            f"e.g. --override 'activation=\"gelu\"'"
+        )
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
+    """The command line as a `TrainConfig`, whether to export and evaluate after training,
+    and whether to overwrite another run in the output folder."""
+    positive = int_at_least(1)
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--preset", choices=sorted(PRESETS), default=DEFAULTS.preset)
     parser.add_argument("--dataset", choices=DATASETS, default=DEFAULTS.dataset)
     parser.add_argument("--data-dir", default=None, help="Multi30k folder (downloaded if unset)")
     parser.add_argument("--output-dir", default=DEFAULTS.output_dir)
     parser.add_argument(
-        "--train-pairs", type=int, default=None, help="use only the first N training pairs"
+        "--overwrite",
+        action="store_true",
+        help="remove the files of another run in --output-dir and start afresh",
     )
-    parser.add_argument("--epochs", type=int, default=None, help="default: per dataset")
+    parser.add_argument(
+        "--train-pairs", type=positive, default=None, help="use only the first N training pairs"
+    )
+    parser.add_argument("--epochs", type=positive, default=None, help="default: per dataset")
     parser.add_argument(
         "--max-tokens",
-        type=int,
+        type=positive,
         default=None,
         help="padded tokens per batch (default: per dataset)",
     )
     parser.add_argument(
         "--max-length",
-        type=int,
+        type=int_at_least(2),
         default=DEFAULTS.max_length,
         help="longest sequence kept, in subword tokens",
     )
     parser.add_argument(
         "--vocabulary-size",
-        type=int,
+        type=int_at_least(5),
         default=None,
         help="SentencePiece vocabulary (default: chosen for the dataset)",
     )
-    parser.add_argument("--warmup-steps", type=int, default=None, help="default: per dataset")
+    parser.add_argument("--warmup-steps", type=positive, default=None, help="default: per dataset")
     parser.add_argument(
         "--learning-rate-scale",
         type=float,
         default=None,
         help="multiplier of the paper's schedule (default: per dataset)",
     )
-    parser.add_argument("--label-smoothing", type=float, default=DEFAULTS.label_smoothing)
+    parser.add_argument(
+        "--label-smoothing", type=non_negative_float, default=DEFAULTS.label_smoothing
+    )
     parser.add_argument(
         "--devices",
         nargs="*",
@@ -92,7 +144,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool]:
         metavar="NAME=JSON",
         help="model argument replacing the preset's, e.g. --override dropout=0.1",
     )
-    parser.add_argument("--seed", type=int, default=DEFAULTS.seed)
+    parser.add_argument("--seed", type=int_at_least(0), default=DEFAULTS.seed)
     parser.add_argument(
         "--connect-timeout",
         type=float,
@@ -101,31 +153,34 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool]:
     )
     parser.add_argument(
         "--validation-bleu-every",
-        type=int,
+        type=int_at_least(0),
         default=None,
         help="translate the validation split every N epochs, keep the best (0: off)",
     )
     parser.add_argument(
         "--validation-bleu-sentences",
-        type=int,
+        type=positive,
         default=None,
         help="translate a fixed, seeded subset of this many validation sentences",
     )
     parser.add_argument(
         "--average",
-        type=int,
+        type=int_at_least(2),
         nargs="*",
         default=None,
         metavar="K",
         help="end-of-run candidates: averages of the last K and of the best K checkpoints",
     )
-    parser.add_argument("--beam-size", type=int, default=None, help="default: per dataset")
+    parser.add_argument("--beam-size", type=positive, default=None, help="default: per dataset")
     parser.add_argument(
-        "--alpha", type=float, default=None, help="length penalty (default: per dataset)"
+        "--alpha",
+        type=non_negative_float,
+        default=None,
+        help="length penalty (default: per dataset)",
     )
     parser.add_argument(
         "--backup-every-steps",
-        type=int,
+        type=positive,
         default=None,
         help="also back up every N steps (a killed run loses at most N steps)",
     )
@@ -136,12 +191,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool]:
         help="export the SavedModel, reload it, translate examples and print sacreBLEU",
     )
     args = parser.parse_args(argv)
-    overrides = {}
-    for item in args.override:
-        name, _, value = item.partition("=")
-        if not name or not value:
-            parser.error(f"--override must look like NAME=JSON; got {item!r}")
-        overrides[name] = json.loads(value)
+    overrides = dict(parse_override(item) for item in args.override)
     config = TrainConfig(
         output_dir=args.output_dir,
         dataset=args.dataset,
@@ -168,16 +218,29 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool]:
         alpha=args.alpha,
         backup_every_steps=args.backup_every_steps,
     )
-    return config, args.export
+    return config, args.export, args.overwrite
 
 
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     # TensorFlow's INFO lines (one per collective set up across workers) drown the run's own.
     logging.getLogger("tensorflow").setLevel(logging.WARNING)
-    config, export = parse_args(argv)
+    config, export, overwrite = parse_args(argv)
+    with user_errors():
+        check_output_dir(config.output_dir, "--output-dir")
+    try:
+        config.resolved().validate()
+    except ValueError as error:
+        fail(name_options(str(error)))
     started = time.monotonic()
-    result = train_translator(config)
+    # User errors (settings, corpus files, another run's folder) are all found here, before
+    # anything is written; errors after that are bugs, with their traceback.
+    with user_errors():
+        try:
+            run = prepare_run(config, overwrite)
+        except ValueError as error:
+            raise ValueError(name_options(str(error))) from None
+    result = train_prepared(run)
     try:
         report(result, export)
     finally:

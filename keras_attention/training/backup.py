@@ -8,6 +8,9 @@ import tempfile
 from collections.abc import Iterator
 
 import keras
+import numpy as np
+
+from keras_attention.atomic_files import fault_point
 
 
 class ClusterBackupAndRestore(keras.callbacks.BackupAndRestore):
@@ -27,11 +30,18 @@ class ClusterBackupAndRestore(keras.callbacks.BackupAndRestore):
     (Keras's behaviour); `keras_attention.training.resume.fit_resumable` trains only its
     remaining batches, so that a run killed mid-epoch loses at most N steps.
 
+    Place it last among the callbacks: its epoch-end backup then follows what the others
+    write for the epoch (checkpoint, log row), and a run killed before that backup trains
+    the epoch again (`keras_attention.training.callbacks.repair_run_files` drops what the
+    epoch had written).
+
     Each file is written under a temporary name and then renamed over the old one, so that a
     kill never leaves a half-written file; the metadata also records the optimizer's step
-    count, and a backup whose weights do not match its metadata (a kill between the two
-    renames) counts as unreadable. An unreadable latest backup falls back to the previous one
-    with `double_checkpoint=True`.
+    count and the states of the model's random generators (dropout; `save_weights` leaves
+    them out). A backup killed between the renames of its weights and of its metadata is
+    completed when restored (the new metadata waits, complete, under its temporary name);
+    one whose weights do not match its metadata otherwise counts as unreadable. An
+    unreadable latest backup falls back to the previous one with `double_checkpoint=True`.
 
     Args:
         backup_dir: the chief's backup folder, read by every worker.
@@ -87,7 +97,7 @@ class ClusterBackupAndRestore(keras.callbacks.BackupAndRestore):
         paths = self._paths(self.backup_dir)
         previous = [f"{path}.bkp" for path in paths]
         try:
-            state = self._load(*paths)
+            state = self._load_committed(paths)
             if state is None and os.path.exists(previous[0]):
                 raise FileNotFoundError(f"backup in {self.backup_dir} has only a previous state")
         except (OSError, ValueError):
@@ -134,6 +144,7 @@ class ClusterBackupAndRestore(keras.callbacks.BackupAndRestore):
         self._batches_done = self._epoch_offset
 
     def on_train_batch_end(self, batch, logs=None):
+        fault_point("step")
         if self.save_freq == "epoch":
             return
         done = self._epoch_offset + batch + 1  # `batch` is the last of the step's batches
@@ -145,6 +156,7 @@ class ClusterBackupAndRestore(keras.callbacks.BackupAndRestore):
             self._save_model()
 
     def on_epoch_end(self, epoch, logs=None):
+        fault_point("epoch_end")
         self._current_epoch, self._batches_done = epoch + 1, 0
         self._save_model()
 
@@ -172,12 +184,16 @@ class ClusterBackupAndRestore(keras.callbacks.BackupAndRestore):
         state = {"epoch": self._current_epoch, "batch": self._batches_done}
         if self.model.optimizer is not None:
             state["iterations"] = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        state["seed_generators"] = [
+            keras.ops.convert_to_numpy(variable).tolist() for variable in _seed_states(self.model)
+        ]
         with open(f"{metadata}.new", "w") as file:
             file.write(json.dumps(state))
         if keep_previous and os.path.exists(weights) and os.path.exists(metadata):
             _link_or_copy(weights, f"{weights}.bkp")
             _link_or_copy(metadata, f"{metadata}.bkp")
         os.replace(new_weights, weights)
+        fault_point("backup")
         os.replace(f"{metadata}.new", metadata)
 
     def _load(self, weights: str, metadata: str) -> tuple[int, int] | None:
@@ -207,7 +223,30 @@ class ClusterBackupAndRestore(keras.callbacks.BackupAndRestore):
                     f"the backup's weights ({weights}, step {steps}) do not match its "
                     f"metadata ({metadata}, step {state['iterations']})"
                 )
+        seeds = state.get("seed_generators")
+        variables = _seed_states(self.model)
+        if seeds is not None and len(seeds) == len(variables):
+            for variable, value in zip(variables, seeds, strict=True):
+                variable.assign(np.asarray(value, dtype=variable.dtype))
         return int(state["epoch"]), int(state.get("batch", 0))
+
+    def _load_committed(self, paths: tuple[str, str]) -> tuple[int, int] | None:
+        """`_load`, after completing a backup that a kill interrupted between the renames of
+        its weights and of its metadata: the weights in place are then the new ones, and
+        the new metadata, complete, waits under its temporary name (the chief renames it;
+        the other workers read it there)."""
+        weights, metadata = paths
+        pending = f"{metadata}.new"
+        unrenamed = os.path.join(os.path.dirname(weights), f"new.{os.path.basename(weights)}")
+        if not os.path.exists(pending) or os.path.exists(unrenamed):
+            return self._load(weights, metadata)
+        if self.is_chief:
+            os.replace(pending, metadata)
+            return self._load(weights, metadata)
+        try:
+            return self._load(weights, pending)
+        except FileNotFoundError:  # the chief renamed it meanwhile
+            return self._load(weights, metadata)
 
     def _load_previous(self, paths: tuple[str, str], previous: list[str]) -> tuple[int, int]:
         """Loads the previous backup; the chief also makes it the latest again."""
@@ -232,6 +271,15 @@ class ClusterBackupAndRestore(keras.callbacks.BackupAndRestore):
             os.path.join(folder, "latest.weights.h5"),
             os.path.join(folder, "training_metadata.json"),
         )
+
+
+def _seed_states(model: keras.Model) -> list:
+    """The states of the model's random generators (those of its dropout layers).
+
+    `save_weights` leaves them out, so a backup keeps them in its metadata: a resumed run
+    then draws the dropout masks of an uninterrupted one.
+    """
+    return [v for v in model.non_trainable_variables if v.name == "seed_generator_state"]
 
 
 def _link_or_copy(source: str, target: str) -> None:

@@ -1,13 +1,44 @@
-"""The callbacks of a training run: backup for resuming, checkpoints, logs."""
+"""The callbacks of a training run: checkpoints, logs, and the backup for resuming; and the
+repair of those files when a killed run resumes."""
 
+import csv
 import os
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import keras
 
+from keras_attention.atomic_files import atomic_path, temporary_files, write_text_atomically
 from keras_attention.training.backup import ClusterBackupAndRestore
 
-__all__ = ["ClusterBackupAndRestore", "training_callbacks"]
+__all__ = [
+    "ClusterBackupAndRestore",
+    "EpochCheckpoint",
+    "repair_run_files",
+    "training_callbacks",
+    "trim_training_log",
+]
+
+CHECKPOINT_NAME = re.compile(r"epoch_(\d+)\.weights\.h5")
+
+
+class EpochCheckpoint(keras.callbacks.Callback):
+    """Saves the weights after every epoch as `folder/epoch_NNN.weights.h5` (1-based),
+    atomically: a kill leaves the previous files and no partial one.
+
+    Args:
+        folder: the checkpoint folder (created if missing).
+    """
+
+    def __init__(self, folder: str | os.PathLike):
+        super().__init__()
+        self.folder = Path(folder)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with atomic_path(self.folder / f"epoch_{epoch + 1:03d}.weights.h5") as tmp:
+            self.model.save_weights(tmp)
 
 
 def training_callbacks(
@@ -15,16 +46,21 @@ def training_callbacks(
     backup_dir: str | os.PathLike | None = None,
     is_chief: bool = True,
     backup_every_steps: int | None = None,
+    before_logs: Sequence[keras.callbacks.Callback] = (),
+    delete_backup: bool = True,
 ) -> list:
-    """Keras callbacks that make a run resumable and observable.
+    """Keras callbacks that make a run resumable and observable, in this order:
 
-    - `ClusterBackupAndRestore` in `backup_dir` (first, so that the backup of an epoch is
-      written before its log line), keeping the previous backup too: a killed run started
-      again resumes at the last epoch, or with `backup_every_steps` and
-      `keras_attention.training.resume.fit_resumable`, at most that many steps back.
-    - `ModelCheckpoint` of the weights after every epoch in `output_dir/checkpoints`
-      (`epoch_001.weights.h5`, ...), for checkpoint averaging.
-    - `TensorBoard` logs in `output_dir/logs` and a CSV log `output_dir/training_log.csv`.
+    - `before_logs`, e.g. `ValidationBleu`, which adds its scores to the epoch's logs;
+    - `EpochCheckpoint` of the weights after every epoch in `output_dir/checkpoints`
+      (`epoch_001.weights.h5`, ...), for checkpoint averaging;
+    - `TensorBoard` logs in `output_dir/logs` and a CSV log `output_dir/training_log.csv`;
+    - `ClusterBackupAndRestore` in `backup_dir`, keeping the previous backup too: a killed
+      run started again resumes at the last epoch, or with `backup_every_steps` and
+      `keras_attention.training.resume.fit_resumable`, at most that many steps back. It
+      comes last, so that an epoch's backup is written after its checkpoint and its log
+      row: a run killed before that backup trains the epoch again, and `repair_run_files`
+      drops what that epoch had written.
 
     Args:
         output_dir: the folder this process writes (a temporary one on non-chief workers).
@@ -33,6 +69,9 @@ def training_callbacks(
         is_chief: whether this process writes `backup_dir`.
         backup_every_steps: also back up every this many training steps (default: at
             epoch ends only).
+        before_logs: callbacks to run at each epoch's end before the checkpoint and logs.
+        delete_backup: delete the backup when training ends (else the caller does, once
+            what it does after training is done too).
 
     Returns:
         The list of callbacks.
@@ -41,16 +80,82 @@ def training_callbacks(
     backup_dir = output_dir / "backup" if backup_dir is None else Path(backup_dir)
     (output_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
     return [
+        *before_logs,
+        EpochCheckpoint(output_dir / "checkpoints"),
+        keras.callbacks.TensorBoard(str(output_dir / "logs")),
+        keras.callbacks.CSVLogger(str(output_dir / "training_log.csv"), append=True),
         ClusterBackupAndRestore(
             backup_dir,
             is_chief=is_chief,
             save_freq="epoch" if backup_every_steps is None else backup_every_steps,
             double_checkpoint=True,
+            delete_checkpoint=delete_backup,
         ),
-        keras.callbacks.ModelCheckpoint(
-            str(output_dir / "checkpoints" / "epoch_{epoch:03d}.weights.h5"),
-            save_weights_only=True,
-        ),
-        keras.callbacks.TensorBoard(str(output_dir / "logs")),
-        keras.callbacks.CSVLogger(str(output_dir / "training_log.csv"), append=True),
     ]
+
+
+def trim_training_log(path: str | os.PathLike, finished_epochs: int) -> None:
+    """Keeps in a `CSVLogger` file only the complete rows of the epochs `0..finished_epochs-1`,
+    once each (the last row of an epoch wins); removes the file when none is left.
+
+    A run killed after an epoch's log row but before its backup trains that epoch again
+    and logs it again; one killed while writing a row leaves part of it. This drops both.
+
+    Args:
+        path: the CSV log (nothing happens when it is missing).
+        finished_epochs: how many epochs the restored backup has finished.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.splitlines(keepends=True)
+    if not lines or not lines[0].endswith("\n"):
+        path.unlink()
+        return
+    header = next(csv.reader([lines[0]]))
+    rows = {}
+    for line in lines[1:]:
+        if not line.endswith("\n"):
+            continue  # a row cut short by a kill
+        row = next(csv.reader([line]), [])
+        if len(row) != len(header) or "epoch" not in header:
+            continue
+        try:
+            epoch = int(row[header.index("epoch")])
+        except ValueError:
+            continue
+        if 0 <= epoch < finished_epochs:
+            rows[epoch] = line
+    if not rows:
+        path.unlink()
+        return
+    kept = lines[0] + "".join(rows[epoch] for epoch in sorted(rows))
+    if kept != text:
+        write_text_atomically(path, kept)
+
+
+def repair_run_files(output_dir: str | os.PathLike, finished_epochs: int) -> None:
+    """Makes the files of `training_callbacks` agree with a restored backup that has finished
+    `finished_epochs` epochs, before training resumes from it.
+
+    Drops the log rows (`trim_training_log`) and the checkpoints of later epochs, which a
+    killed run wrote after that backup and which training writes again, and the temporary
+    files of writes that a kill interrupted.
+
+    Args:
+        output_dir: the folder of the callbacks' files.
+        finished_epochs: how many epochs the restored backup has finished.
+    """
+    output_dir = Path(output_dir)
+    trim_training_log(output_dir / "training_log.csv", finished_epochs)
+    folder = output_dir / "checkpoints"
+    for path in temporary_files(folder, ["epoch_*.weights.h5"]):
+        path.unlink()
+    if folder.is_dir():
+        for path in folder.iterdir():
+            match = CHECKPOINT_NAME.fullmatch(path.name)
+            if match and int(match.group(1)) > finished_epochs:
+                path.unlink()
+    for path in temporary_files(output_dir, ["training_log.csv"]):
+        path.unlink()

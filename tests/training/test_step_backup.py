@@ -4,6 +4,7 @@ killed."""
 
 import csv
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_attention.training.callbacks import ClusterBackupAndRestore, training_callbacks
+from keras_attention.training.callbacks import (
+    ClusterBackupAndRestore,
+    repair_run_files,
+    training_callbacks,
+    trim_training_log,
+)
 from keras_attention.training.resume import fit_resumable
 from tests.run_helpers import kill_when, logged_epochs, read_metadata, regression_batches
 
@@ -57,7 +63,10 @@ class KillAt(keras.callbacks.Callback):
 
 
 def metadata(backup_dir: Path) -> dict:
-    return json.loads((backup_dir / "training_metadata.json").read_text())
+    """Where the backup in `backup_dir` says training stands (without the dropout state)."""
+    state = json.loads((backup_dir / "training_metadata.json").read_text())
+    state.pop("seed_generators")
+    return state
 
 
 def killed_run(backup_dir: Path, kill_at: tuple[int, int], every: int) -> keras.Model:
@@ -255,3 +264,139 @@ def test_a_sigkilled_run_resumes_mid_epoch(tmp_path: Path, strategy: str):
     assert result["max_difference"] < 1e-6
     assert logged_epochs(tmp_path) == [*logged, *range(at_kill["epoch"], 3)] == [0, 1, 2]
     assert not (tmp_path / "backup").exists()
+
+
+def shuffled_epoch(epoch: int) -> tf.data.Dataset:
+    """Epoch `epoch`'s batches: the same pairs, shuffled with a seed of the epoch."""
+    pairs = regression_batches(STEPS, BATCH).unbatch().shuffle(64, seed=epoch).batch(BATCH)
+    return pairs.apply(tf.data.experimental.assert_cardinality(STEPS))
+
+
+def dropout_model() -> keras.Model:
+    """A model whose training draws random numbers (dropout), seeded alike every time."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [
+            keras.Input((4,)),
+            keras.layers.Dense(8, activation="tanh"),
+            keras.layers.Dropout(0.5),
+            keras.layers.Dense(1),
+        ]
+    )
+    model.compile(keras.optimizers.SGD(0.05, momentum=0.9), "mse", jit_compile=False)
+    return model
+
+
+def test_epoch_data_and_dropout_resume_exactly_mid_epoch(tmp_path: Path):
+    reference = dropout_model()
+    fit_resumable(reference, shuffled_epoch, EPOCHS, verbose=0)
+    killed = dropout_model()
+    backup = ClusterBackupAndRestore(tmp_path, save_freq=3, double_checkpoint=True)
+    with pytest.raises(KilledError):
+        fit_resumable(killed, shuffled_epoch, EPOCHS, callbacks=[backup, KillAt(1, 4)], verbose=0)
+    assert metadata(tmp_path)["batch"] == 3
+    restored = []
+    model = dropout_model()
+    backup = ClusterBackupAndRestore(tmp_path, save_freq=3, double_checkpoint=True)
+    history = fit_resumable(
+        model,
+        shuffled_epoch,
+        EPOCHS,
+        callbacks=[backup],
+        after_restore=lambda epoch, batch: restored.append((epoch, batch)),
+        verbose=0,
+    )
+    assert restored == [(1, 3)]
+    assert history.epoch == [1, 2]
+    assert int(model.optimizer.iterations.numpy()) == EPOCHS * STEPS
+    # The same batches in the same order, the same dropout masks: the same weights.
+    assert_same_weights(model, reference.get_weights())
+
+
+def test_a_resumed_run_without_the_dropout_state_would_differ(tmp_path: Path):
+    """The control of the test above: the dropout state matters (it is not in the weights)."""
+    killed = dropout_model()
+    backup = ClusterBackupAndRestore(tmp_path, save_freq=3)
+    with pytest.raises(KilledError):
+        fit_resumable(killed, shuffled_epoch, EPOCHS, callbacks=[backup, KillAt(1, 4)], verbose=0)
+    state = json.loads((tmp_path / "training_metadata.json").read_text())
+    assert len(state["seed_generators"]) == 1
+    state["seed_generators"] = []  # as a backup that did not keep it
+    (tmp_path / "training_metadata.json").write_text(json.dumps(state))
+    resumed = dropout_model()
+    fit_resumable(resumed, shuffled_epoch, EPOCHS, callbacks=[backup], verbose=0)
+    reference = dropout_model()
+    fit_resumable(reference, shuffled_epoch, EPOCHS, verbose=0)
+    assert not np.allclose(resumed.get_weights()[0], reference.get_weights()[0])
+
+
+def test_the_backup_comes_after_the_checkpoint_and_the_log(tmp_path: Path):
+    callbacks = training_callbacks(tmp_path, before_logs=[KillAt(9, 9)])
+    names = [type(callback).__name__ for callback in callbacks]
+    assert names == [
+        "KillAt", "EpochCheckpoint", "TensorBoard", "CSVLogger", "ClusterBackupAndRestore",
+    ]  # fmt: skip
+
+
+LOG = "epoch,loss\n0,1.0\n1,0.5\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "finished", "kept"),
+    [
+        (LOG, 2, LOG),
+        (LOG + "2,0.25\n", 2, LOG),  # logged, then killed before its backup
+        (LOG + "2,0.2", 3, LOG),  # a row cut short by a kill
+        (LOG + "1,0.4\n", 2, "epoch,loss\n0,1.0\n1,0.4\n"),  # an epoch logged twice
+        (LOG, 0, None),  # killed before the first backup: no row is kept
+        ("epoch,lo", 1, None),  # a header cut short
+    ],
+)
+def test_the_log_keeps_one_complete_row_per_finished_epoch(
+    tmp_path: Path, text: str, finished: int, kept: str | None
+):
+    path = tmp_path / "training_log.csv"
+    path.write_text(text)
+    trim_training_log(path, finished)
+    assert (path.read_text() if path.exists() else None) == kept
+
+
+def test_repair_drops_later_checkpoints_and_half_written_files(tmp_path: Path):
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    for name in ("epoch_001.weights.h5", "epoch_002.weights.h5", "epoch_003.weights.h5",
+                 "best.weights.h5", ".epoch_003.weights.h5.x1y2.weights.h5"):  # fmt: skip
+        (checkpoints / name).write_bytes(b"weights")
+    (tmp_path / "training_log.csv").write_text(LOG + "2,0.25\n")
+    repair_run_files(tmp_path, finished_epochs=2)
+    assert sorted(path.name for path in checkpoints.iterdir()) == [
+        "best.weights.h5", "epoch_001.weights.h5", "epoch_002.weights.h5",
+    ]  # fmt: skip
+    assert (tmp_path / "training_log.csv").read_text() == LOG
+
+
+@pytest.mark.parametrize(("kill_at", "expected"), [((0, 1), (0, 2)), ((1, 6), (1, 6))])
+def test_a_backup_killed_between_its_renames_is_completed(
+    tmp_path: Path, uninterrupted: list, kill_at: tuple[int, int], expected: tuple[int, int]
+):
+    """The weights renamed into place, the metadata still under its temporary name: the
+    backup is the new one (also when it is the first, with no previous one to fall back to)."""
+    killed_run(tmp_path, kill_at=kill_at, every=2)
+    metadata_path = tmp_path / "training_metadata.json"
+    metadata_path.rename(tmp_path / "training_metadata.json.new")
+    if kill_at[0] > 0:  # the metadata in place is then the previous backup's
+        shutil.copyfile(tmp_path / "training_metadata.json.bkp", metadata_path)
+    restored = []
+    model = tiny_model()
+    backup = ClusterBackupAndRestore(tmp_path, save_freq=2, double_checkpoint=True)
+    fit_resumable(
+        model,
+        batches(),
+        EPOCHS,
+        callbacks=[backup],
+        after_restore=lambda epoch, batch: restored.append((epoch, batch)),
+        verbose=0,
+    )
+    assert restored == [expected]
+    assert int(model.optimizer.iterations.numpy()) == EPOCHS * STEPS
+    assert_same_weights(model, uninterrupted)

@@ -1,0 +1,99 @@
+"""Fault injection, the CI's fast mode: a tiny `tools/train.py` run SIGKILLed twice (its epoch-1
+checkpoint half-written, then the end of epoch 2 with its log row written but not its backup),
+then completed: every file of its folder loads and its weights are an uninterrupted run's.
+
+The long mode (25 points) is `python tools/benchmark.py faults`. The checks themselves must be
+able to fail: damaged copies of a finished folder are reported.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from keras_attention.atomic_files import _parse_fault
+from keras_attention.benchmarks.fault_injection import (
+    FAST_POINTS,
+    FaultConfig,
+    check_run_folder,
+    format_report,
+    run_fault_injection,
+)
+
+EPOCHS = 2
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory):
+    """The fast mode, its folders kept: one uninterrupted run, one point of two kills."""
+    work_dir = tmp_path_factory.mktemp("faults")
+    config = FaultConfig(
+        FAST_POINTS, work_dir=str(work_dir), epochs=EPOCHS, export=False, references=1
+    )
+    return run_fault_injection(config, progress=None), work_dir
+
+
+def test_a_run_killed_twice_completes_whole_with_the_uninterrupted_weights(report):
+    report, _ = report
+    assert report.reference_problems == []
+    result = report.results[0]
+    assert result.killed == [True, True], "a kill point was not reached"
+    assert result.completed, result.output
+    assert result.problems == []
+    # On CPU a resumed run repeats the uninterrupted one exactly (same batches, same
+    # dropout masks, same optimizer state).
+    assert result.difference == 0.0
+    assert (report.tried, report.survived) == (1, 1), format_report(report)
+
+
+@pytest.fixture
+def finished(report, tmp_path: Path) -> Path:
+    """A copy of the uninterrupted run's folder, for a test to damage."""
+    _, work_dir = report
+    return Path(shutil.copytree(work_dir / "reference_0", tmp_path / "run"))
+
+
+def test_a_whole_folder_passes(finished: Path):
+    assert check_run_folder(finished, EPOCHS, export=False) == []
+
+
+def test_a_truncated_checkpoint_is_found(finished: Path):
+    path = finished / "checkpoints" / "epoch_002.weights.h5"
+    path.write_bytes(path.read_bytes()[:1000])
+    problems = check_run_folder(finished, EPOCHS, export=False)
+    assert any("checkpoints/epoch_002.weights.h5 does not load" in p for p in problems)
+
+
+def test_a_log_row_written_twice_or_cut_is_found(finished: Path):
+    log = finished / "training_log.csv"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join([*lines, lines[-1]]))
+    assert any("logs epochs" in p for p in check_run_folder(finished, EPOCHS, export=False))
+    log.write_text("".join(lines)[:-5])
+    assert any("cut" in p for p in check_run_folder(finished, EPOCHS, export=False))
+
+
+def test_leftovers_and_a_stale_best_are_found(finished: Path):
+    (finished / ".model.keras.abc123.keras").write_bytes(b"half-written")
+    best = json.loads((finished / "validation_bleu.json").read_text())["best_epoch"]
+    other = 2 if best == 1 else 1
+    checkpoints = finished / "checkpoints"
+    shutil.copyfile(checkpoints / f"epoch_{other:03d}.weights.h5", checkpoints / "best.weights.h5")
+    problems = check_run_folder(finished, EPOCHS, export=False)
+    assert "temporary file left: .model.keras.abc123.keras" in problems
+    assert f"best.weights.h5 is not epoch {best}'s checkpoint" in problems
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [(None, None), ("", None), ("step:3", ("step", 3)), ("write:epoch_*:2", ("write:epoch_*", 2))],
+)
+def test_the_fault_variable_is_read(text, parsed):
+    assert _parse_fault(text) == parsed
+
+
+@pytest.mark.parametrize("text", ["step", "step:0", "step:x", ":2"])
+def test_a_bad_fault_variable_is_named(text):
+    with pytest.raises(ValueError, match="KERAS_ATTENTION_FAULT must look like POINT:N"):
+        _parse_fault(text)
