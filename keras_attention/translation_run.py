@@ -20,7 +20,6 @@ import numpy as np
 from keras_attention.atomic_files import (
     atomic_path,
     fault_point,
-    temporary_files,
     write_json_atomically,
 )
 from keras_attention.checkpoint_selection import (
@@ -40,6 +39,11 @@ from keras_attention.learning_curve import plot_learning_curve
 from keras_attention.models import Transformer
 from keras_attention.models.presets import PRESETS, preset_config
 from keras_attention.run_files import load_run_model
+from keras_attention.run_folder import (
+    inspect_run_folder,
+    remove_run_files,
+    remove_temporary_files,
+)
 from keras_attention.training.callbacks import repair_run_files, training_callbacks
 from keras_attention.training.recipe import compile_with_paper_recipe
 from keras_attention.training.resume import fit_resumable
@@ -268,128 +272,6 @@ def _resolve_jit(jit_compile: bool | None) -> bool:
     import tensorflow as tf
 
     return bool(tf.config.list_logical_devices("GPU"))
-
-
-# The files and folders of a run (`inspect_run_folder`); `--overwrite` removes them.
-RUN_FILES = (
-    "tokenizer.model",
-    "backup",
-    "checkpoints",
-    "logs",
-    "training_log.csv",
-    "validation_bleu.json",
-    "bleu.json",
-    "test_metrics.json",
-    "learning_curve.png",
-    "export",
-    "model.keras",
-    "config.json",  # last: while it is there, the folder is still this run's
-)
-# Written with `atomic_path` or `write_bytes_atomically`: a kill can leave `.<name>.*`.
-ATOMIC_FILES = (
-    "config.json",
-    "tokenizer.model",
-    "training_log.csv",
-    "validation_bleu.json",
-    "bleu.json",
-    "test_metrics.json",
-    "learning_curve.png",
-    "model.keras",
-)
-# Settings that may differ between the starts of one run: where it is.
-NOT_COMPARED = ("output_dir",)
-
-
-def config_differences(saved: dict, config: "TrainConfig") -> list[str]:
-    """The settings in which `config` differs from a run's saved `config.json`, one
-    `"name: saved -> new"` each (sorted; `output_dir` is not compared)."""
-    current = json.loads(json.dumps(dataclasses.asdict(config)))
-    missing = object()
-    differences = []
-    for name in sorted((set(saved) | set(current)) - set(NOT_COMPARED)):
-        old, new = saved.get(name, missing), current.get(name, missing)
-        if old != new:
-            shown = ["(absent)" if v is missing else json.dumps(v) for v in (old, new)]
-            differences.append(f"{name}: {shown[0]} -> {shown[1]}")
-    return differences
-
-
-def inspect_run_folder(output_dir: Path, config: "TrainConfig", overwrite: bool) -> bool:
-    """Checks that a run with `config` may start in `output_dir`; writes nothing.
-
-    A run folder belongs to one configuration: the same one resumes there, another is
-    refused unless `overwrite` (then the old run's files are removed, by `remove_run_files`).
-
-    Returns:
-        Whether the folder holds this run already (its `config.json` is `config`'s).
-
-    Raises:
-        ValueError: the folder holds another run (naming the differing settings), files of a
-            run without its `config.json`, a corrupt `config.json`, or trained weights
-            without their tokenizer.
-    """
-    hint = (
-        "start it with another output folder, or pass overwrite=True (tools/train.py "
-        "--overwrite) to remove the old run's files and start afresh"
-    )
-    if output_dir.exists() and not output_dir.is_dir():
-        raise ValueError(f"output folder {output_dir} is a file")
-    if overwrite or not output_dir.is_dir():
-        return False
-    saved_path = output_dir / "config.json"
-    if not saved_path.is_file():
-        present = [name for name in RUN_FILES if (output_dir / name).exists()]
-        if present:
-            raise ValueError(
-                f"{output_dir} holds files of a run ({', '.join(present)}) but no config.json, "
-                f"so they may be another run's; {hint}"
-            )
-        return False
-    try:
-        saved = json.loads(saved_path.read_text())
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ValueError(f"{saved_path} is corrupt: not valid JSON ({error}); {hint}") from None
-    if not isinstance(saved, dict):
-        raise ValueError(f"{saved_path} is corrupt: not a JSON object; {hint}")
-    differences = config_differences(saved, config)
-    if differences:
-        raise ValueError(
-            f"{output_dir} holds a run with other settings ({'; '.join(differences)}): the "
-            f"same settings resume it; {hint}"
-        )
-    trained = [name for name in ("backup", "checkpoints", "model.keras")
-               if (output_dir / name).exists()]  # fmt: skip
-    if trained and not (output_dir / "tokenizer.model").is_file():
-        raise ValueError(
-            f"{output_dir} holds a run's weights ({', '.join(trained)}) but not its "
-            f"tokenizer.model; {hint}"
-        )
-    return True
-
-
-def remove_run_files(output_dir: Path) -> None:
-    """Removes the files of a run from `output_dir` (`RUN_FILES` and the temporary files of
-    its atomic writes), `config.json` last; leaves anything else."""
-    for path in temporary_files(output_dir, list(ATOMIC_FILES)):
-        _remove(path)
-    for name in RUN_FILES:
-        _remove(output_dir / name)
-
-
-def remove_temporary_files(output_dir: Path) -> None:
-    """Removes what the writes of a killed run left half-done (they are all atomic)."""
-    for path in temporary_files(output_dir, list(ATOMIC_FILES)):
-        _remove(path)
-    names = ["epoch_*.weights.h5", "best.weights.h5"]
-    for path in temporary_files(output_dir / "checkpoints", names):
-        _remove(path)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
 
 
 def _check_model_overrides(config: "TrainConfig") -> None:
