@@ -9,7 +9,7 @@ The helpers here check what a tool will write before it does any work (`check_ou
 (`read_input_lines`), and turn the errors of bad files into that one line (`user_errors`).
 This module itself needs only the standard library (and `keras_attention.data.text_files`
 for `read_input_lines`), but importing it runs `keras_attention/__init__.py`, which loads
-Keras and TensorFlow: a tool sets `TF_CPP_MIN_LOG_LEVEL` before importing it.
+Keras and TensorFlow: a tool sets `KERAS_ATTENTION_QUIET` before importing it.
 """
 
 import argparse
@@ -36,8 +36,17 @@ def fail(message: str) -> NoReturn:
     sys.exit(EXIT_USER_ERROR)
 
 
+VERBOSE_HELP = "also print TensorFlow's start-up and C++ log lines (hidden by default)"
+
+
 class ArgumentParser(argparse.ArgumentParser):
-    """`argparse.ArgumentParser` whose errors are one line, `error: ...`, without the usage."""
+    """`argparse.ArgumentParser` whose errors are one line, `error: ...`, without the usage,
+    with the tools' common `--verbose` option (read from `sys.argv` before the package is
+    imported: see `keras_attention.quiet_import`)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
 
     def error(self, message: str) -> NoReturn:
         fail(message)

@@ -10,6 +10,7 @@ import logging
 import math
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -33,7 +34,7 @@ from keras_attention.data.datasets import load_corpus
 from keras_attention.data.pipeline import encode_pairs, make_batches
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.distribute import get_strategy
-from keras_attention.evaluation import score, translate_all
+from keras_attention.evaluation import Scores, score, translate_all
 from keras_attention.export import Translator, export_translator, load_exported
 from keras_attention.learning_curve import plot_learning_curve
 from keras_attention.models import Transformer
@@ -554,7 +555,9 @@ def _train(run: PreparedRun) -> TrainResult:
             callbacks=callbacks,
             after_restore=after_restore,
             validation_data=data.val_batches,
-            verbose=2,
+            shuffle=False,  # each epoch's batches are already shuffled, with a seed
+            # A progress bar at a terminal; one line per epoch in a log file.
+            verbose=1 if sys.stdout.isatty() else 2,
         )
         selection = _select(
             config, model, tokenizer, data.corpus["val"], write_dir, validation_bleu
@@ -710,6 +713,9 @@ def export_and_evaluate(
     The export goes to `output_dir/export/1/` (replaced when a resumed run exports again).
     The test scores join the validation scores and the choice of weights in
     `output_dir/bleu.json` (`result.output_dir`: a temporary folder on non-chief workers).
+    A run that was exported and scored with the same search already (a finished run run
+    again) is not exported again: its SavedModel translates the examples and the recorded
+    scores are returned.
 
     Args:
         result: the trained run.
@@ -721,6 +727,14 @@ def export_and_evaluate(
     beam_size = config.beam_size if beam_size is None else beam_size
     alpha = config.alpha if alpha is None else alpha
     output_dir = result.output_dir
+    bleu_path = output_dir / "bleu.json"
+    record = json.loads(bleu_path.read_text()) if bleu_path.is_file() else {}
+    if _already_exported(record, output_dir / "export" / "1", beam_size, alpha):
+        export_path = Path(record["exported"])
+        sources = load_corpus(config.dataset, config.data_dir, seed=config.seed)["test"][0]
+        examples, _ = translate_all(load_exported(export_path), sources[:num_examples])
+        scores = Scores(**record["test"], signatures=record["signatures"])
+        return ServingCheck(export_path, list(zip(sources, examples, strict=False)), scores)
     started = time.monotonic()
     translator = Translator(
         result.model, result.tokenizer, beam_size, alpha, max_source_length=config.max_length
@@ -732,8 +746,6 @@ def export_and_evaluate(
     sources, references = load_corpus(config.dataset, config.data_dir, seed=config.seed)["test"]
     hypotheses, _ = translate_all(serve, sources)
     scores = score(hypotheses, references)
-    bleu_path = output_dir / "bleu.json"
-    record = json.loads(bleu_path.read_text()) if bleu_path.is_file() else {}
     record.update(
         {
             "exported": str(export_path),
@@ -747,3 +759,15 @@ def export_and_evaluate(
     write_json_atomically(bleu_path, record)
     examples = list(zip(sources[:num_examples], hypotheses[:num_examples], strict=True))
     return ServingCheck(export_path, examples, scores)
+
+
+def _already_exported(record: dict, export_path: Path, beam_size: int, alpha: float) -> bool:
+    """Whether `bleu.json`'s `record` holds the test scores of the SavedModel at
+    `export_path`, exported with this beam width and length penalty."""
+    return (
+        record.get("exported") == str(export_path)
+        and (export_path / "saved_model.pb").is_file()
+        and {"test", "signatures"} <= set(record)
+        and record.get("beam_size") == beam_size
+        and record.get("alpha") == alpha
+    )

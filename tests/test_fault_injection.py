@@ -74,6 +74,17 @@ def test_a_log_row_written_twice_or_cut_is_found(finished: Path):
     assert any("cut" in p for p in check_run_folder(finished, EPOCHS, export=False))
 
 
+def test_an_epoch_logged_twice_for_tensorboard_is_found(finished: Path):
+    import tensorflow as tf
+
+    writer = tf.summary.create_file_writer(str(finished / "logs" / "train"))
+    with writer.as_default():  # what a resumed run without the repair would add
+        tf.summary.scalar("epoch_loss", 1.0, step=EPOCHS - 1)
+    writer.close()
+    problems = check_run_folder(finished, EPOCHS, export=False)
+    assert any(p.startswith("logs/train logs epochs") for p in problems), problems
+
+
 def test_leftovers_and_a_stale_best_are_found(finished: Path):
     (finished / ".model.keras.abc123.keras").write_bytes(b"half-written")
     best = json.loads((finished / "validation_bleu.json").read_text())["best_epoch"]

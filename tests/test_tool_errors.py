@@ -26,7 +26,7 @@ from keras_attention.cli import (
 from keras_attention.evaluation import load_translate_function
 from keras_attention.run_files import build_run_model
 from tests.test_run_files import TinyRun, make_tiny_run
-from tests.test_tools import ROOT, TENSORFLOW_ENV, tool_lines
+from tests.test_tools import NATIVE_LOG_LINE, ROOT, TENSORFLOW_ENV
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +54,8 @@ def truncate(path: Path) -> Path:
 def user_error(tool: str, *args: str | Path, stdin: bytes = b"") -> str:
     """Runs `tools/<tool>.py` with `args`, which must fail with a user error; returns the error.
 
-    The error is one line, `error: ...`, on stderr (besides TensorFlow's own log lines), with
-    exit status 2 and no traceback; nothing was printed on stdout (no model was scored,
-    nothing translated).
+    The error is one line, `error: ...`, and nothing else on stderr, with exit status 2 and
+    no traceback; nothing was printed on stdout (no model was scored, nothing translated).
     """
     done = subprocess.run(
         [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *map(str, args)],
@@ -65,7 +64,7 @@ def user_error(tool: str, *args: str | Path, stdin: bytes = b"") -> str:
     stderr = done.stderr.decode("utf-8", errors="replace")
     assert done.returncode == 2, stderr[-3000:]
     assert "Traceback" not in stderr, stderr[-3000:]
-    lines = tool_lines(stderr)
+    lines = stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), stderr[-3000:]
     assert done.stdout == b""
     return lines[0]
@@ -187,3 +186,24 @@ def test_read_input_lines_names_a_missing_or_undecodable_file(tmp_path: Path):
     (tmp_path / "c.txt").write_bytes(b"ok\n\xe9t\xe9\n")  # Latin-1
     with pytest.raises(UserError, match=re.escape(f"{tmp_path / 'c.txt'}:2: not valid UTF-8")):
         read_input_lines([str(tmp_path / "c.txt")])
+
+
+# TensorFlow's start-up lines: hidden unless --verbose.
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_tensorflow_start_up_lines_only_with_verbose(verbose: bool):
+    env = {k: v for k, v in TENSORFLOW_ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "train.py"), "--epochs", "0",
+         *(["--verbose"] if verbose else [])],
+        capture_output=True, text=True, timeout=300, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-3000:]
+    lines = done.stderr.splitlines()
+    error = "error: argument --epochs: must be >= 1; got 0"
+    if verbose:  # TensorFlow's lines (the check above can see them), then the error
+        assert any(NATIVE_LOG_LINE.fullmatch(line) for line in lines), done.stderr[-3000:]
+        assert error in lines, done.stderr[-3000:]
+    else:
+        assert lines == [error]

@@ -97,6 +97,8 @@ def test_a_run_writes_every_file_over_another_run_with_overwrite(tmp_path: Path)
     model = keras.models.load_model(tmp_path / "model.keras")
     assert model.d_model == 16
     model_bytes = (tmp_path / "model.keras").read_bytes()
+    exported = (tmp_path / "export" / "1" / "saved_model.pb").stat().st_mtime_ns
+    assert f"BLEU {bleu['test']['bleu']:.2f}" in done.stdout
 
     # The same command again: the run is finished, nothing is trained or logged again.
     again = subprocess.run(
@@ -107,6 +109,10 @@ def test_a_run_writes_every_file_over_another_run_with_overwrite(tmp_path: Path)
     assert logged_epochs(tmp_path) == [0, 1]
     assert (tmp_path / "model.keras").read_bytes() == model_bytes
     assert sorted(path.name for path in (tmp_path / "export").iterdir()) == ["1"]
+    # Not exported nor scored again: the SavedModel translates examples, the scores are kept.
+    assert (tmp_path / "export" / "1" / "saved_model.pb").stat().st_mtime_ns == exported
+    assert f"BLEU {bleu['test']['bleu']:.2f}" in again.stdout
+    assert "translations by the reloaded SavedModel:" in again.stdout
     assert [path.name for path in tmp_path.rglob(".*")] == []
 
 
@@ -117,6 +123,8 @@ def user_error(*args: str | Path) -> str:
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     lines = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert len(lines) == 1, done.stderr[-3000:]
+    # Nothing else but the run's own log lines: none of TensorFlow's start-up lines.
+    assert all(line.startswith(("error: ", "INFO ")) for line in done.stderr.splitlines())
     assert done.stdout == ""
     return lines[0]
 

@@ -13,10 +13,12 @@ missing or corrupt checkpoint or config.json), with exit status 2.
 import argparse
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# TensorFlow's start-up lines only with --verbose (keras_attention/quiet_import.py).
+os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
 
 OUTPUT_SUFFIXES = (".keras", ".weights.h5")
 DEFAULT_LAST = 5

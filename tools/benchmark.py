@@ -33,9 +33,11 @@ import dataclasses
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# TensorFlow's start-up lines only with --verbose (keras_attention/quiet_import.py).
+os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
 
 from keras_attention.benchmarks.decode_throughput import (
     DecodeBenchmarkConfig,
@@ -56,6 +58,7 @@ from keras_attention.benchmarks.train_throughput import (
     quick_config,
     run_train_benchmark,
 )
+from keras_attention.cli import VERBOSE_HELP
 from keras_attention.models.presets import PRESETS
 
 TRAIN_DEFAULTS = TrainBenchmarkConfig()
@@ -211,6 +214,7 @@ def run_faults(args: argparse.Namespace) -> dict:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_train_parser(subparsers)
     add_decode_parser(subparsers)

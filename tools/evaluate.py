@@ -2,7 +2,7 @@
 
 python tools/evaluate.py --run-dir runs/translator                   # the generated test split
 python tools/evaluate.py --run-dir runs/translator --checkpoint epoch_012.weights.h5  # mid-run
-python tools/evaluate.py --run-dir runs/m30k --dataset multi30k --data-dir ../shared/data/multi30k
+python tools/evaluate.py --run-dir runs/m30k --dataset multi30k --data-dir data/multi30k
 python tools/evaluate.py --saved-model runs/translator/export/1
 
 With --run-dir, the dataset, its folder and its seed default to those of the run (config.json),
@@ -16,9 +16,11 @@ work; errors are one line, `error: ...`, naming the argument or file, with exit 
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# TensorFlow's start-up lines only with --verbose (keras_attention/quiet_import.py).
+os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
 
 # What --run-dir alone decides; --saved-model has its own model and beam search.
 RUN_ONLY = ("model_file", "checkpoint", "beam_size", "alpha")

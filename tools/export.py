@@ -10,8 +10,10 @@ file (a missing or corrupt model, tokenizer or config.json), with exit status 2.
 
 import argparse
 import os
+import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# TensorFlow's start-up lines only with --verbose (keras_attention/quiet_import.py).
+os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -1,7 +1,7 @@
 """Train a Transformer translator with the paper's recipe (the main command).
 
     python tools/train.py              # the generated corpus, about 5 minutes on 2 CPU cores
-    python tools/train.py --dataset multi30k --data-dir ../shared/data/multi30k --preset small
+    python tools/train.py --dataset multi30k --data-dir data/multi30k  # the Multi30k files
 
 Everything lands in --output-dir: config.json, tokenizer.model, backup/, checkpoints/, logs/
 (TensorBoard), training_log.csv, validation_bleu.json, bleu.json, test_metrics.json,
@@ -21,9 +21,11 @@ import json
 import logging
 import os
 import re
+import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# TensorFlow's start-up lines only with --verbose (keras_attention/quiet_import.py).
+os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
 
 from keras_attention.cli import (
     ArgumentParser,

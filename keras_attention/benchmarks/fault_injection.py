@@ -362,13 +362,32 @@ def _check_log(path: Path, epochs: int, problems: list[str]) -> None:
         problems.append(f"training_log.csv logs epochs {logged}; expected 0..{epochs - 1} once")
 
 
+def _check_events(logs_dir: Path, epochs: int, problems: list[str]) -> None:
+    """TensorBoard's `epoch_loss` must be logged once per epoch in `train/` and `validation/`."""
+    import tensorflow as tf
+
+    for name in ("train", "validation"):
+        steps = []
+        try:
+            for path in sorted((logs_dir / name).glob("events.out.tfevents.*")):
+                for record in tf.data.TFRecordDataset(str(path)):
+                    event = tf.compat.v1.Event.FromString(record.numpy())
+                    if any(value.tag == "epoch_loss" for value in event.summary.value):
+                        steps.append(event.step)
+        except (OSError, tf.errors.OpError) as error:
+            problems.append(f"logs/{name} does not load: {error}")
+            continue
+        if sorted(steps) != list(range(epochs)):
+            problems.append(f"logs/{name} logs epochs {steps}; expected 0..{epochs - 1} once")
+
+
 def check_run_folder(output_dir: Path, epochs: int, export: bool) -> list[str]:
     """What is wrong with a finished run folder of `tools/train.py` (empty: nothing).
 
-    Every file must load: the JSON files parse, the CSV log holds one complete row per
-    epoch, the checkpoints and `best.weights.h5` load (the best is its epoch's checkpoint),
-    `model.keras` loads with Keras, the export with TensorFlow and translates; no backup, no
-    temporary file is left.
+    Every file must load: the JSON files parse, the CSV log and TensorBoard's logs hold one
+    complete row (point) per epoch, the checkpoints and `best.weights.h5` load (the best is
+    its epoch's checkpoint), `model.keras` loads with Keras, the export with TensorFlow and
+    translates; no backup, no temporary file is left.
     """
     import keras
 
@@ -396,6 +415,7 @@ def check_run_folder(output_dir: Path, epochs: int, export: bool) -> list[str]:
     except (OSError, ValueError) as error:
         problems.append(f"tokenizer.model does not load: {error}")
     _check_log(output_dir / "training_log.csv", epochs, problems)
+    _check_events(output_dir / "logs", epochs, problems)
     state = _read_json(output_dir / "validation_bleu.json", problems) or {}
     scored = sorted(int(epoch) for epoch in state.get("scores", {}))
     if scored != list(range(1, epochs + 1)):

@@ -8,7 +8,7 @@ import keras
 
 from keras_attention.data.text_files import read_parallel, write_bytes_atomically
 
-# The raw task-1 files of the public Multi30k repository (see ../shared/data/multi30k/README.md).
+# The raw task-1 files of the public Multi30k repository.
 DEFAULT_ORIGIN = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
 # split -> (local file stem, remote file stem)
 SPLITS = {
@@ -65,7 +65,7 @@ def load_multi30k(
 
     Example:
 
-    >>> splits = load_multi30k("../shared/data/multi30k")
+    >>> splits = load_multi30k("data/multi30k")  # train.en, train.de, val.en, ...
     >>> len(splits["train"][0])
     29000
     """

@@ -11,6 +11,7 @@ import keras
 
 from keras_attention.atomic_files import atomic_path, temporary_files, write_text_atomically
 from keras_attention.training.backup import ClusterBackupAndRestore
+from keras_attention.training.event_files import trim_event_files
 
 __all__ = [
     "ClusterBackupAndRestore",
@@ -139,9 +140,9 @@ def repair_run_files(output_dir: str | os.PathLike, finished_epochs: int) -> Non
     """Makes the files of `training_callbacks` agree with a restored backup that has finished
     `finished_epochs` epochs, before training resumes from it.
 
-    Drops the log rows (`trim_training_log`) and the checkpoints of later epochs, which a
-    killed run wrote after that backup and which training writes again, and the temporary
-    files of writes that a kill interrupted.
+    Drops the log rows (`trim_training_log`), the TensorBoard summaries (`trim_event_files`)
+    and the checkpoints of later epochs, which a killed run wrote after that backup and which
+    training writes again, and the temporary files of writes that a kill interrupted.
 
     Args:
         output_dir: the folder of the callbacks' files.
@@ -149,6 +150,7 @@ def repair_run_files(output_dir: str | os.PathLike, finished_epochs: int) -> Non
     """
     output_dir = Path(output_dir)
     trim_training_log(output_dir / "training_log.csv", finished_epochs)
+    trim_event_files(output_dir / "logs", finished_epochs)
     folder = output_dir / "checkpoints"
     for path in temporary_files(folder, ["epoch_*.weights.h5"]):
         path.unlink()

@@ -1,0 +1,32 @@
+"""Importing Keras and its backend without TensorFlow's start-up lines, for the tools.
+
+TensorFlow's C++ code writes its start-up lines (oneDNN, CUDA probes, CPU features) to the
+process's stderr while it is imported, before its logging is set up, so
+`TF_CPP_MIN_LOG_LEVEL` does not silence them. The command-line tools set
+`KERAS_ATTENTION_QUIET=1` (unless given `--verbose`) before importing the package, which then
+imports Keras with file descriptor 2 pointed at `/dev/null`; errors raised by the import still
+reach stderr, with their traceback, once it is restored. Library users who do not set the
+variable see the usual output. This module needs only the standard library.
+"""
+
+import os
+import sys
+
+QUIET_VARIABLE = "KERAS_ATTENTION_QUIET"
+
+
+def import_keras_quietly() -> None:
+    """Imports Keras (and so its backend) with stderr silenced when `KERAS_ATTENTION_QUIET`
+    is `1` and Keras is not imported yet; otherwise does nothing."""
+    if os.environ.get(QUIET_VARIABLE) != "1" or "keras" in sys.modules:
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        import keras  # noqa: F401 (imported for its side effect: the backend is loaded)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
