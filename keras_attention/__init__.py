@@ -3,10 +3,10 @@
 Importing the package registers every layer, model, loss, metric and schedule with Keras, so
 that `keras.models.load_model` can read `.keras` files that use them. With
 `KERAS_ATTENTION_QUIET=1` (the command-line tools set it), Keras and TensorFlow are imported
-without TensorFlow's start-up lines (`keras_attention.quiet_import`).
+without TensorFlow's start-up lines (`keras_attention.core.quiet_import`).
 """
 
-from keras_attention.quiet_import import import_keras_quietly
+from keras_attention.core.quiet_import import import_keras_quietly
 
 import_keras_quietly()
 

@@ -42,7 +42,7 @@ VERBOSE_HELP = "also print TensorFlow's start-up and C++ log lines (hidden by de
 class ArgumentParser(argparse.ArgumentParser):
     """`argparse.ArgumentParser` whose errors are one line, `error: ...`, without the usage,
     with the tools' common `--verbose` option (read from `sys.argv` before the package is
-    imported: see `keras_attention.quiet_import`)."""
+    imported: see `keras_attention.core.quiet_import`)."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -5,18 +5,18 @@ with `write_positions`, a `slice_update` that TensorFlow does not lower to an XL
 Python loop over tensors, so they trace into one graph (for example one `tf.function`, which
 is how the translator exports, with only ops that TF Serving runs).
 
-Conventions: ids 0 padding, 2 BOS, 3 EOS (`keras_attention.data.special_tokens` defines the
-same values). Output tokens have shape `(batch, max_output_length)`: the generated tokens
+Conventions: the ids of `keras_attention.core.special_tokens` (0 padding, 2 BOS, 3 EOS).
+Output tokens have shape `(batch, max_output_length)`: the generated tokens
 without BOS, ending with EOS, then padding. PAD and BOS are never generated; at a sentence's
 length limit EOS is forced.
 """
 
 from keras import ops
 
-from keras_attention.layers.sequence_buffer import write_positions
-from keras_attention.layers.validation import check_positive_int
+from keras_attention.core.checks import check_positive_int
+from keras_attention.core.sequence_buffer import write_positions
+from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID
 
-PAD_ID, BOS_ID, EOS_ID = 0, 2, 3
 # The paper: maximum output length = input length + 50.
 DEFAULT_EXTRA_LENGTH = 50
 _NEG_INF = -1e9

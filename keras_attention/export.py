@@ -22,7 +22,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from keras_attention.data.special_tokens import EOS_ID, PAD_ID
+from keras_attention.core.special_tokens import EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.decoding import DEFAULT_EXTRA_LENGTH, beam_search, greedy_search
 

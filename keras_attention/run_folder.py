@@ -9,12 +9,9 @@ import dataclasses
 import json
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from keras_attention.atomic_files import temporary_files
-
-if TYPE_CHECKING:
-    from keras_attention.translation_run import TrainConfig
+from keras_attention.core.atomic_files import temporary_files
+from keras_attention.run_config import TrainConfig
 
 # The files and folders of a run (`inspect_run_folder`); `--overwrite` removes them.
 RUN_FILES = (

@@ -7,7 +7,6 @@ then the SavedModel export checked by reloading it and scoring the test split.
 import dataclasses
 import json
 import logging
-import math
 import os
 import shutil
 import sys
@@ -18,27 +17,28 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_attention.atomic_files import (
-    atomic_path,
-    fault_point,
-    write_json_atomically,
-)
 from keras_attention.checkpoint_selection import (
     Selection,
     candidate_checkpoints,
     epoch_checkpoints,
     select_weights,
 )
-from keras_attention.cluster import barrier, is_chief
+from keras_attention.core.atomic_files import (
+    atomic_path,
+    fault_point,
+    write_json_atomically,
+)
 from keras_attention.data.datasets import load_corpus
 from keras_attention.data.pipeline import encode_pairs, make_batches
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.distribute import get_strategy
+from keras_attention.distribute.cluster import barrier, is_chief
 from keras_attention.evaluation import Scores, score, translate_all
 from keras_attention.export import Translator, export_translator, load_exported
 from keras_attention.learning_curve import plot_learning_curve
 from keras_attention.models import Transformer
-from keras_attention.models.presets import PRESETS, preset_config
+from keras_attention.models.presets import preset_config
+from keras_attention.run_config import TrainConfig
 from keras_attention.run_files import load_run_model
 from keras_attention.run_folder import (
     inspect_run_folder,
@@ -51,186 +51,6 @@ from keras_attention.training.resume import fit_resumable
 from keras_attention.validation_bleu import ValidationBleu
 
 logger = logging.getLogger(__name__)
-
-MIXED_PRECISION_POLICIES = (None, "mixed_float16", "mixed_bfloat16")
-# Settings that suit each corpus, used for every `TrainConfig` field left at `None`. The
-# generated corpus's reach >= 95% held-out token accuracy in about 5 minutes on 2 CPU cores
-# (measured: 98% after 5 epochs of 37-52 s); Multi30k's follow the paper and fairseq's
-# transformer_tiny recipe for it.
-DATASET_DEFAULTS = {
-    "generated": dict(
-        vocabulary_size=400,
-        epochs=5,
-        max_tokens=2048,
-        warmup_steps=400,
-        learning_rate_scale=1.0,
-        validation_bleu_every=1,
-        validation_bleu_sentences=300,
-        average=[3],
-        beam_size=4,
-        alpha=0.6,
-        model_overrides={"num_encoder_layers": 3, "num_decoder_layers": 3, "dropout": 0.1},
-    ),
-    "multi30k": dict(
-        vocabulary_size=4000,
-        epochs=41,
-        max_tokens=4096,
-        warmup_steps=2000,
-        learning_rate_scale=2.5,
-        validation_bleu_every=2,
-        validation_bleu_sentences=500,
-        average=[10],
-        beam_size=5,
-        alpha=1.0,
-        # Pre-LN: post-LN stalls at this peak learning rate (4.9e-3); see README.
-        model_overrides={"norm_first": True},
-    ),
-}
-
-
-@dataclasses.dataclass
-class TrainConfig:
-    """Everything a training run needs; saved as `config.json` in the output folder.
-
-    Attributes:
-        output_dir: the run's folder (config, tokenizer, backups, checkpoints, logs, model).
-        dataset: `"generated"` or `"multi30k"`.
-        data_dir: folder of the Multi30k files (downloaded when `None`).
-        train_pairs: use only the first `train_pairs` training pairs (`None`: all).
-        preset: model size (`"tiny"`, `"small"`, `"base"`, `"big"`).
-        model_overrides: constructor arguments that replace the preset's (merged over the
-            dataset's).
-        vocabulary_size: SentencePiece vocabulary size.
-        epochs: passes over the training split.
-        max_tokens: padded tokens per batch.
-        max_length: longest sequence kept, in subword tokens (longer pairs are dropped).
-        warmup_steps: warm-up of the paper's schedule.
-        learning_rate_scale: multiplier of the paper's schedule.
-        label_smoothing: the paper's `epsilon_ls`.
-        devices: devices for `MirroredStrategy` (`None`: every GPU, or the default device).
-        jit_compile: compile the train step with XLA; `None` turns it on when a GPU is
-            visible. On CPU it is off: with batches of thousands of tokens the matmuls
-            dominate and XLA measured no faster here, while it compiles each batch shape for
-            15-30 s (see `tools/benchmark.py train`).
-        mixed_precision: `None`, `"mixed_float16"` or `"mixed_bfloat16"`.
-        seed: seed of the corpus, the shuffling and the initial weights.
-        connect_timeout: seconds the workers of a multi-worker `TF_CONFIG` cluster wait for
-            each other to join before failing.
-        validation_bleu_every: translate the validation split every this many epochs (and
-            after the last) with greedy search, logging `val_bleu`/`val_chrf` and keeping the
-            best weights (`ValidationBleu`); 0 turns it off.
-        validation_bleu_sentences: translate a fixed, seeded subset of this many validation
-            sentences (`None`: all).
-        average: the K of the end-of-run candidates "average of the last K checkpoints" and
-            "average of the K best"; `[]`: no averaging.
-        beam_size: beam width of the final search (candidate choice, test scores, export).
-        alpha: its length-penalty exponent.
-        backup_every_steps: also back the run up every this many steps (`None`: at epoch
-            ends only), so that a run killed mid-epoch loses at most that many steps.
-
-    The fields that default to `None` take the dataset's value from `DATASET_DEFAULTS`
-    (`resolved()`).
-    """
-
-    output_dir: str = "runs/translator"
-    dataset: str = "generated"
-    data_dir: str | None = None
-    train_pairs: int | None = None
-    preset: str = "tiny"
-    model_overrides: dict | None = None
-    vocabulary_size: int | None = None
-    epochs: int | None = None
-    max_tokens: int | None = None
-    max_length: int = 64
-    warmup_steps: int | None = None
-    learning_rate_scale: float | None = None
-    label_smoothing: float = 0.1
-    devices: list[str] | None = None
-    jit_compile: bool | None = None
-    mixed_precision: str | None = None
-    seed: int = 0
-    connect_timeout: float = 300.0
-    validation_bleu_every: int | None = None
-    validation_bleu_sentences: int | None = None
-    average: list[int] | None = None
-    beam_size: int | None = None
-    alpha: float | None = None
-    backup_every_steps: int | None = None
-
-    def resolved(self) -> "TrainConfig":
-        """A copy with every `None` field that has a dataset default filled in."""
-        if self.dataset not in DATASET_DEFAULTS:
-            raise ValueError(
-                f"dataset must be one of {sorted(DATASET_DEFAULTS)}; got dataset={self.dataset!r}"
-            )
-        defaults = DATASET_DEFAULTS[self.dataset]
-        filled = {name: value for name, value in defaults.items() if getattr(self, name) is None}
-        # Model overrides merge: the user's win over the dataset's.
-        filled["model_overrides"] = {**defaults["model_overrides"], **(self.model_overrides or {})}
-        return dataclasses.replace(self, **filled)
-
-    def validate(self) -> None:
-        """Raises `ValueError` naming the first bad field."""
-        if self.mixed_precision not in MIXED_PRECISION_POLICIES:
-            raise ValueError(
-                f"mixed_precision must be one of {MIXED_PRECISION_POLICIES}; "
-                f"got mixed_precision={self.mixed_precision!r}"
-            )
-        optional = ("train_pairs", "validation_bleu_sentences", "backup_every_steps")
-        for name in ("epochs", "max_tokens", "max_length", "warmup_steps", "beam_size", *optional):
-            value = getattr(self, name)
-            if name in optional and value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer; got {name}={value!r}")
-        every = self.validation_bleu_every
-        if isinstance(every, bool) or not isinstance(every, int) or every < 0:
-            raise ValueError(
-                "validation_bleu_every must be an integer >= 0; got "
-                f"validation_bleu_every={every!r}"
-            )
-        if not isinstance(self.average, list) or not all(
-            isinstance(k, int) and not isinstance(k, bool) and k >= 2 for k in self.average
-        ):
-            raise ValueError(
-                f"average must be a list of integers >= 2; got average={self.average!r}"
-            )
-        if self.preset not in PRESETS:
-            raise ValueError(f"preset must be one of {sorted(PRESETS)}; got preset={self.preset!r}")
-        size = self.vocabulary_size
-        if isinstance(size, bool) or not isinstance(size, int) or size <= 4:
-            raise ValueError(
-                f"vocabulary_size must be an integer > 4; got vocabulary_size={size!r}"
-            )
-        if self.max_length < 2:
-            raise ValueError(f"max_length must be >= 2; got max_length={self.max_length}")
-        if self.max_tokens < self.max_length:
-            raise ValueError(
-                "max_tokens must be >= max_length so that the longest pair fits in a batch; "
-                f"got max_tokens={self.max_tokens}, max_length={self.max_length}"
-            )
-        for name, low, high in (
-            ("learning_rate_scale", 0.0, math.inf),
-            ("label_smoothing", 0.0, 1.0),
-            ("alpha", 0.0, math.inf),
-            ("connect_timeout", 0.0, math.inf),
-        ):
-            value = getattr(self, name)
-            number = isinstance(value, int | float) and not isinstance(value, bool)
-            strict = name in ("learning_rate_scale", "connect_timeout")
-            if not number or not (low < value if strict else low <= value) or not value < high:
-                interval = f"> {low}" if strict else f">= {low}"
-                raise ValueError(
-                    f"{name} must be a finite number {interval}"
-                    + (f" and < {high}" if high < math.inf else "")
-                    + f"; got {name}={value!r}"
-                )
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be an integer >= 0; got seed={self.seed!r}")
-        if not isinstance(self.model_overrides, dict):
-            raise ValueError(
-                f"model_overrides must be a dict; got model_overrides={self.model_overrides!r}"
-            )
 
 
 @dataclasses.dataclass

@@ -11,7 +11,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_attention.atomic_files import atomic_path, temporary_files, write_json_atomically
+from keras_attention.core.atomic_files import atomic_path, temporary_files, write_json_atomically
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.evaluation import score, translate_all
 from keras_attention.export import Translator

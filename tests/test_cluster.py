@@ -6,7 +6,9 @@ import json
 import pytest
 import tensorflow as tf
 
-from keras_attention.cluster import (
+from keras_attention.data.pipeline import EncodedPairs, make_batches
+from keras_attention.distribute import get_strategy
+from keras_attention.distribute.cluster import (
     ClusterConfig,
     barrier,
     is_chief,
@@ -14,8 +16,6 @@ from keras_attention.cluster import (
     multi_worker_strategy,
     read_tf_config,
 )
-from keras_attention.data.pipeline import EncodedPairs, make_batches
-from keras_attention.distribute import get_strategy
 
 TWO_WORKERS = {"worker": ["127.0.0.1:2001", "127.0.0.1:2002"]}
 

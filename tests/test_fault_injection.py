@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from keras_attention.atomic_files import _parse_fault
 from keras_attention.benchmarks.fault_injection import (
     FAST_POINTS,
     FaultConfig,
@@ -20,6 +19,7 @@ from keras_attention.benchmarks.fault_injection import (
     format_report,
     run_fault_injection,
 )
+from keras_attention.core.atomic_files import _parse_fault
 
 EPOCHS = 2
 

@@ -80,9 +80,168 @@ def test_the_checker_catches_forbidden_imports(source: str):
         "import keras\nfrom keras import ops",
         "import numpy as np",
         "import math\nfrom collections.abc import Callable",
-        "from keras_attention import masks\nfrom keras_attention.layers.validation import x",
+        "from keras_attention import masks\nfrom keras_attention.core.checks import x",
         "from . import masks",
     ],
 )
 def test_the_checker_accepts_allowed_imports(source: str):
     assert import_violations(source) == []
+
+
+# The package's layering: every import points down (or across, without a cycle).
+
+# The level of each part of the package, from the bottom: a module may import modules of its
+# own level or below. Any module not named here fails `test_every_module_has_a_level`.
+LEVELS = {
+    "keras_attention.core": 0,  # ids, argument checks, buffers, atomic files
+    "keras_attention.distribute": 1,  # strategies, clusters, replicas, backups
+    "keras_attention.layers": 2,
+    "keras_attention.masks": 2,
+    "keras_attention.data": 3,
+    "keras_attention.training": 3,
+    "keras_attention.models": 4,
+    "keras_attention.decoding": 5,
+    "keras_attention.export": 6,
+    "keras_attention.evaluation": 6,
+    "keras_attention.run_files": 6,  # loading a run folder's model and tokenizer
+    "keras_attention.learning_curve": 7,
+    "keras_attention.checkpoint_selection": 7,
+    "keras_attention.validation_bleu": 7,
+    "keras_attention.run_config": 7,
+    "keras_attention.run_folder": 7,
+    "keras_attention.translation_run": 7,
+    "keras_attention.cli": 7,
+    "keras_attention.benchmarks": 8,
+    "keras_attention": 9,  # the package itself imports its public parts
+}
+
+
+def package_modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its own name)."""
+    modules = {}
+    for path in PACKAGE_ROOT.rglob("*.py"):
+        parts = path.relative_to(PACKAGE_ROOT.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    return modules
+
+
+def level(module: str) -> int | None:
+    """The level of `module`: that of the longest prefix in `LEVELS`."""
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in LEVELS:
+            return LEVELS[".".join(parts[:end])]
+    return None
+
+
+def package_imports(source: str, modules: set[str]) -> set[str]:
+    """The package modules that `source` imports, anywhere in it (functions and
+    `TYPE_CHECKING` blocks included): `from a import b` imports `a.b` if that is a module."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [
+                f"{node.module}.{alias.name}"
+                if f"{node.module}.{alias.name}" in modules
+                else node.module
+                for alias in node.names
+            ]
+        else:
+            continue
+        found |= {name for name in names if name in modules}
+    return found
+
+
+def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Each module's direct imports of the others, from their sources."""
+    names = set(sources)
+    return {name: package_imports(source, names) - {name} for name, source in sources.items()}
+
+
+def layering_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Imports that point up a level, and import cycles, found by following every module's
+    imports transitively."""
+    violations = []
+    for module, imported in sorted(graph.items()):
+        for other in sorted(imported):
+            if level(other) > level(module):
+                violations.append(f"{module} (level {level(module)}) imports {other} "
+                                  f"(level {level(other)})")  # fmt: skip
+    for module in sorted(graph):
+        reached, frontier = set(), list(graph[module])
+        while frontier:
+            other = frontier.pop()
+            if other not in reached:
+                reached.add(other)
+                frontier += graph[other]
+        if module in reached:
+            violations.append(f"{module} imports itself through a cycle")
+    return violations
+
+
+def package_graph() -> dict[str, set[str]]:
+    return import_graph({name: path.read_text() for name, path in package_modules().items()})
+
+
+def test_every_module_has_a_level():
+    assert [name for name in package_modules() if level(name) is None] == []
+
+
+def test_imports_point_down_and_never_in_a_circle():
+    graph = package_graph()
+    assert len(graph) > 40 and graph["keras_attention.translation_run"]
+    assert layering_violations(graph) == []
+
+
+@pytest.mark.parametrize(
+    ("sources", "expected"),
+    [
+        (  # a layer that imports the training code: up a level
+            {"keras_attention.layers.a": "from keras_attention.training import b",
+             "keras_attention.training.b": ""},
+            ["keras_attention.layers.a (level 2) imports keras_attention.training.b (level 3)"],
+        ),
+        (  # a circle of three modules on one level, one import inside a function
+            {"keras_attention.export": "import keras_attention.evaluation",
+             "keras_attention.evaluation": "def f():\n    from keras_attention import run_files",
+             "keras_attention.run_files": "from keras_attention.export import x"},
+            [f"keras_attention.{name} imports itself through a cycle"
+             for name in ("evaluation", "export", "run_files")],
+        ),
+    ],
+)  # fmt: skip
+def test_the_layering_check_can_fail(sources: dict[str, str], expected: list[str]):
+    assert layering_violations(import_graph(sources)) == expected
+
+
+def module_level_imports(source: str) -> list[str]:
+    """The names imported by the statements at a module's top level (not in functions)."""
+    names = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    return names
+
+
+def test_the_layers_load_no_backend_package_even_transitively():
+    """What `keras_attention.layers` imports, followed to the end, loads only keras, numpy
+    and the standard library when it is imported (`distribute.replicas` asks TensorFlow for
+    the replica context inside its functions, under the TensorFlow backend only)."""
+    graph, modules = package_graph(), package_modules()
+    reached, frontier = set(), ["keras_attention.layers", "keras_attention.masks"]
+    while frontier:
+        module = frontier.pop()
+        if module not in reached:
+            reached.add(module)
+            frontier += graph[module]
+    assert "keras_attention.distribute.replicas" in reached
+    assert "keras_attention.training" not in reached
+    for module in sorted(reached):
+        tops = {name.split(".")[0] for name in module_level_imports(modules[module].read_text())}
+        assert tops <= ALLOWED_TOP_LEVEL, f"{module} imports {tops - ALLOWED_TOP_LEVEL}"

@@ -1,4 +1,4 @@
-"""`keras_attention.local_cluster` with small Python commands as workers (no TensorFlow
+"""`keras_attention.distribute.local_cluster` with small Python commands as workers (no TensorFlow
 cluster is formed)."""
 
 import json
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from keras_attention.cluster import read_tf_config
-from keras_attention.local_cluster import free_ports, main, run_local_cluster, tf_config
+from keras_attention.distribute.cluster import read_tf_config
+from keras_attention.distribute.local_cluster import free_ports, main, run_local_cluster, tf_config
 
 # Prints the worker's TF_CONFIG index, TF_NUM_INTRAOP_THREADS, TF_NUM_INTEROP_THREADS and EXTRA.
 REPORT = (

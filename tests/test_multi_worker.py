@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from keras_attention.local_cluster import free_ports, run_local_cluster, tf_config
+from keras_attention.distribute.local_cluster import free_ports, run_local_cluster, tf_config
 
 SCRIPT = Path(__file__).parent / "scripts" / "multi_worker_fit.py"
 TIMEOUT = 300

@@ -17,8 +17,8 @@ import tensorflow as tf
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from keras_attention.data.generated_corpus import generated_splits
-from keras_attention.data.special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from keras_attention.data.text_files import read_lines, read_parallel
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.export import Translator, export_translator, load_exported

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/quiet_import.py).
+# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
 os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
 
 OUTPUT_SUFFIXES = (".keras", ".weights.h5")

@@ -36,7 +36,7 @@ import os
 import sys
 from pathlib import Path
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/quiet_import.py).
+# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
 os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
 
 from keras_attention.benchmarks.decode_throughput import (

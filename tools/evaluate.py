@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/quiet_import.py).
+# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
 os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
 
 # What --run-dir alone decides; --saved-model has its own model and beam search.
@@ -118,7 +118,7 @@ def corpus_settings(args: argparse.Namespace) -> dict:
 
 def write_hypotheses(path: str, hypotheses: list[str]) -> None:
     """Writes one translation per line (UTF-8) to `path`, atomically."""
-    from keras_attention.atomic_files import write_text_atomically
+    from keras_attention.core.atomic_files import write_text_atomically
 
     write_text_atomically(path, "".join(line + "\n" for line in hypotheses))
 

@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/quiet_import.py).
+# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
 os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
 
 

@@ -13,7 +13,7 @@ Keras 3.15.1, without --fix, each worker fails with:
     (<class 'tensorflow.python.distribute.values.PerReplica'>) to a Tensor.
 
 raised from `strategy.reduce("MEAN", first_batch)` in the trainer's `_maybe_symbolic_build`
-(see keras_attention/training/multi_worker.py for both causes and the fix).
+(see keras_attention/distribute/multi_worker.py for both causes and the fix).
 """
 
 import argparse
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         worker(args.fix)
         return 0
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    from keras_attention.local_cluster import run_local_cluster
+    from keras_attention.distribute.local_cluster import run_local_cluster
 
     command = [sys.executable, os.path.abspath(__file__), *(["--fix"] if args.fix else [])]
     results = run_local_cluster(command, num_workers=2, timeout=args.timeout)

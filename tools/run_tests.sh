@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KERAS_BACKEND=tensorflow python -m pytest -q tests "$@"
-KERAS_BACKEND=torch python -m pytest -q tests/layers tests/test_masks.py "$@"
+KERAS_BACKEND=torch python -m pytest -q tests/core tests/layers tests/test_masks.py "$@"

@@ -24,7 +24,7 @@ import re
 import sys
 import time
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/quiet_import.py).
+# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
 os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
 
 from keras_attention.cli import (
@@ -37,8 +37,8 @@ from keras_attention.cli import (
 )
 from keras_attention.data.datasets import DATASETS
 from keras_attention.models.presets import PRESETS
+from keras_attention.run_config import TrainConfig
 from keras_attention.translation_run import (
-    TrainConfig,
     TrainResult,
     export_and_evaluate,
     prepare_run,

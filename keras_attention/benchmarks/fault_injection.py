@@ -3,7 +3,7 @@ again, and check that the run folder is whole and the weights are those of a run
 
 A point is one or more kills of the same run folder, one per start, then a start that must
 complete. Each kill is either a `KERAS_ATTENTION_FAULT` value (the process kills itself at a
-named point, see `keras_attention.atomic_files.fault_point`: `write:<file>`, `step`,
+named point, see `keras_attention.core.atomic_files.fault_point`: `write:<file>`, `step`,
 `backup`, `epoch_end`, `export`) or `watch:<glob>` (this process kills it once a path
 matching the glob appears in the run folder). After the completing start, every file of the
 folder must load (`check_run_folder`), and its last checkpoint and `model.keras` must hold
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_attention.atomic_files import FAULT_VARIABLE
+from keras_attention.core.atomic_files import FAULT_VARIABLE
 
 TRAIN_SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "train.py"
 WATCH = "watch:"
@@ -391,7 +391,8 @@ def check_run_folder(output_dir: Path, epochs: int, export: bool) -> list[str]:
     """
     import keras
 
-    import keras_attention  # noqa: F401 (registers the classes that load_model reads)
+    import keras_attention.models  # registers the classes that load_model reads
+    import keras_attention.training  # noqa: F401 (the loss, metrics and schedule too)
 
     problems = []
     expected = {

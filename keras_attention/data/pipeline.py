@@ -7,9 +7,9 @@ import numbers
 import numpy as np
 import tensorflow as tf
 
-from keras_attention.cluster import is_multi_worker
-from keras_attention.data.special_tokens import BOS_ID, EOS_ID, PAD_ID
+from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
+from keras_attention.distribute.cluster import is_multi_worker
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,9 @@
-"""The Transformer's layers as ordinary Keras 3 layers (keras, keras.ops and numpy only)."""
+"""The Transformer's layers as ordinary Keras 3 layers, for any backend.
+
+Importing them loads keras, numpy and `keras_attention.core`/`keras_attention.distribute`
+modules that do the same (`tests/test_imports.py` follows the imports to the end); under the
+TensorFlow backend, `ReplicaDropout` asks `tf.distribute` for the replica context when called.
+"""
 
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.positional_embedding import PositionalEmbedding

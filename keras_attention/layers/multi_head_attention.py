@@ -6,11 +6,11 @@ import keras
 from keras import ops
 
 from keras_attention import masks
+from keras_attention.core.checks import check_positive_int, check_rate
+from keras_attention.core.sequence_buffer import write_positions
 from keras_attention.layers.initializers import clone_initializer
 from keras_attention.layers.output_spec import output_spec
 from keras_attention.layers.scaled_dot_product_attention import scaled_dot_product_attention
-from keras_attention.layers.sequence_buffer import write_positions
-from keras_attention.layers.validation import check_positive_int, check_rate
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

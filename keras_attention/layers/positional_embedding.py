@@ -5,10 +5,10 @@ import math
 import keras
 from keras import ops
 
+from keras_attention.core.checks import check_positive_float, check_positive_int, check_rate
 from keras_attention.layers.initializers import clone_initializer
 from keras_attention.layers.replica_dropout import ReplicaDropout
 from keras_attention.layers.sinusoidal_positional_encoding import SinusoidalPositionalEncoding
-from keras_attention.layers.validation import check_positive_float, check_positive_int, check_rate
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

@@ -2,9 +2,9 @@
 
 import keras
 
+from keras_attention.core.checks import check_positive_int, check_rate
 from keras_attention.layers.initializers import clone_initializer
 from keras_attention.layers.replica_dropout import ReplicaDropout
-from keras_attention.layers.validation import check_positive_int, check_rate
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

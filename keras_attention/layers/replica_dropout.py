@@ -10,7 +10,7 @@ Replica 0, one device, and the other backends get exactly Keras's masks.
 
 import keras
 
-from keras_attention.training.replicas import replica_dropout
+from keras_attention.distribute.replicas import replica_dropout
 
 
 def dropout(inputs, rate: float, seed=None, noise_shape=None):

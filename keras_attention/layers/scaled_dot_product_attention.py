@@ -6,8 +6,8 @@ import keras
 from keras import ops
 
 from keras_attention import masks
+from keras_attention.core.checks import check_positive_float, check_rate
 from keras_attention.layers import replica_dropout
-from keras_attention.layers.validation import check_positive_float, check_rate
 
 # Masked logits are replaced (not shifted) by this value, and the softmax is always computed
 # in float32 or wider, so it cannot overflow under float16 / bfloat16 policies.

@@ -2,11 +2,11 @@
 
 import keras
 
+from keras_attention.core.checks import check_positive_float, check_positive_int, check_rate
 from keras_attention.layers.initializers import clone_initializer
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.positionwise_feed_forward import PositionwiseFeedForward
 from keras_attention.layers.replica_dropout import ReplicaDropout
-from keras_attention.layers.validation import check_positive_float, check_positive_int, check_rate
 
 
 class TransformerBlockBase(keras.layers.Layer):

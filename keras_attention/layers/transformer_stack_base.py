@@ -1,8 +1,8 @@
 """What the encoder and decoder stacks share: `num_layers` blocks and pre-LN's final norm."""
 
+from keras_attention.core.checks import check_positive_int
 from keras_attention.layers.initializers import clone_initializer
 from keras_attention.layers.transformer_block_base import TransformerBlockBase
-from keras_attention.layers.validation import check_positive_int
 
 
 class TransformerStackBase(TransformerBlockBase):

@@ -4,10 +4,10 @@ import keras
 from keras import ops
 
 from keras_attention import masks
+from keras_attention.core.checks import check_positive_int
+from keras_attention.distribute.multi_worker import MultiWorkerFitMixin
 from keras_attention.layers import PositionalEmbedding, TransformerDecoder, TransformerEncoder
-from keras_attention.layers.validation import check_positive_int
 from keras_attention.models.presets import preset_config
-from keras_attention.training.multi_worker import MultiWorkerFitMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

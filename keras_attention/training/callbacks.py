@@ -9,8 +9,8 @@ from pathlib import Path
 
 import keras
 
-from keras_attention.atomic_files import atomic_path, temporary_files, write_text_atomically
-from keras_attention.training.backup import ClusterBackupAndRestore
+from keras_attention.core.atomic_files import atomic_path, temporary_files, write_text_atomically
+from keras_attention.distribute.backup import ClusterBackupAndRestore
 from keras_attention.training.event_files import trim_event_files
 
 __all__ = [

@@ -12,7 +12,7 @@ backup has finished, and drops those after it and a cut last record.
 import os
 from pathlib import Path
 
-from keras_attention.atomic_files import atomic_path
+from keras_attention.core.atomic_files import atomic_path
 
 EVENT_FILES = "events.out.tfevents.*"
 

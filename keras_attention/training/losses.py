@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from keras_attention.layers.validation import check_rate
-from keras_attention.training.replicas import global_sum
+from keras_attention.core.checks import check_rate
+from keras_attention.distribute.replicas import global_sum
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

@@ -4,7 +4,7 @@ from collections.abc import Callable, Sequence
 
 import keras
 
-from keras_attention.training.backup import ClusterBackupAndRestore
+from keras_attention.distribute.backup import ClusterBackupAndRestore
 
 
 def fit_resumable(

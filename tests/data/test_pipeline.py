@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from keras_attention.data.generated_corpus import generated_splits
 from keras_attention.data.multi30k import load_multi30k
 from keras_attention.data.pipeline import bucket_plan, encode_pairs, make_batches
-from keras_attention.data.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
 from tests.data.test_multi30k import MULTI30K_DIR, needs_multi30k
 

@@ -19,7 +19,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np
 import tensorflow as tf
 
-from keras_attention.cluster import (
+from keras_attention.distribute.cluster import (
     is_chief,
     multi_worker_strategy,
     read_tf_config,

@@ -4,7 +4,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from keras_attention.cluster import is_multi_worker, multi_worker_strategy
+from keras_attention.distribute.cluster import is_multi_worker, multi_worker_strategy
 
 
 def get_strategy(
@@ -15,7 +15,7 @@ def get_strategy(
     default strategy.
 
     Under `TF_CONFIG`, call it first thing in the program, before TensorFlow runs any op
-    (see `keras_attention.cluster.multi_worker_strategy`).
+    (see `keras_attention.distribute.cluster.multi_worker_strategy`).
 
     Args:
         devices: device names such as `["/gpu:0", "/gpu:1"]` or `["/cpu:0", "/cpu:1"]`;

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import keras
 import numpy as np
 
-from keras_attention.atomic_files import fault_point
+from keras_attention.core.atomic_files import fault_point
 
 
 class ClusterBackupAndRestore(keras.callbacks.BackupAndRestore):

@@ -1,6 +1,6 @@
 """A cluster of workers on this machine, for trying and testing multi-worker training.
 
-    python -m keras_attention.local_cluster --workers 2 -- python tools/train.py --epochs 1
+    python -m keras_attention.distribute.local_cluster --workers 2 -- python tools/train.py
 
 starts the command once per worker, each with its own `TF_CONFIG` naming free ports on
 127.0.0.1 and one intra-op thread, waits for all of them (killing every one of them when one

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention.layers.sequence_buffer import write_positions
+from keras_attention.core.sequence_buffer import write_positions
 from tests.conftest import to_numpy
 
 

@@ -1,0 +1,23 @@
+"""Everything multi-device and multi-worker, in one place.
+
+- `strategy`: `get_strategy`, the `tf.distribute` strategy of this process;
+- `cluster`: a `TF_CONFIG` cluster (who is chief, the multi-worker strategy, barriers);
+- `local_cluster`: a launcher that runs one program as several local workers;
+- `multi_worker`: the fix that lets `keras.Model.fit` train under a multi-worker strategy;
+- `replicas`: sums over replicas and per-replica dropout seeds;
+- `backup`: `BackupAndRestore` for several workers, and every N steps.
+
+It uses only `keras_attention.core`; the layers, the data pipeline, the training and the
+models use it. Importing the package loads nothing more: the layers import `replicas` under
+any backend, while `strategy` and `cluster` need TensorFlow.
+"""
+
+__all__ = ["get_strategy"]
+
+
+def __getattr__(name: str):
+    if name == "get_strategy":  # `from keras_attention.distribute import get_strategy`
+        from keras_attention.distribute.strategy import get_strategy
+
+        return get_strategy
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
