@@ -13,7 +13,7 @@ length limit EOS is forced.
 
 from keras import ops
 
-from keras_attention.core.checks import check_positive_int
+from keras_attention.core.checks import check_int_at_least, check_positive_int
 from keras_attention.core.sequence_buffer import write_positions
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID
 
@@ -37,8 +37,7 @@ def _source_lengths(source_ids):
 def _check_lengths(max_length, extra_length) -> None:
     """Raises `ValueError` naming `max_length` or `extra_length` when it is not valid."""
     check_positive_int("max_length", max_length, allow_none=True)
-    if isinstance(extra_length, bool) or not isinstance(extra_length, int) or extra_length < 0:
-        raise ValueError(f"extra_length must be an integer >= 0; got extra_length={extra_length!r}")
+    check_int_at_least("extra_length", extra_length, 0)
 
 
 def _output_limits(source_ids, extra_length: int, max_length: int | None):

@@ -11,7 +11,6 @@ no Python.
 
 import contextlib
 import fcntl
-import numbers
 import os
 import re
 import shutil
@@ -22,6 +21,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
+from keras_attention.core.checks import check_int_at_least
 from keras_attention.core.special_tokens import EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.decoding import DEFAULT_EXTRA_LENGTH, beam_search, greedy_search
@@ -36,12 +36,6 @@ STAGING_LOCK = "export.lock"
 # A staging folder without its lock file is either being created (for microseconds) or was
 # left by an export killed before locks existed; it is removed only once this old.
 UNLOCKED_STAGING_MAX_AGE_S = 3600
-
-
-def _check_int(name: str, value, minimum: int) -> None:
-    """Raises `ValueError` naming `name` unless `value` is an integer (not a bool) >= `minimum`."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {name}={value!r}")
 
 
 def check_sentences(sentences):
@@ -116,9 +110,9 @@ class Translator(tf.Module):
         extra_length: int = DEFAULT_EXTRA_LENGTH,
     ):
         super().__init__(name="translator")
-        _check_int("beam_size", beam_size, 1)
-        _check_int("max_source_length", max_source_length, 2)
-        _check_int("extra_length", extra_length, 0)
+        check_int_at_least("beam_size", beam_size, 1)
+        check_int_at_least("max_source_length", max_source_length, 2)
+        check_int_at_least("extra_length", extra_length, 0)
         self.model = model
         self.tokenizer = tokenizer
         self.beam_size = beam_size
@@ -326,7 +320,7 @@ def export_translator(
         The path of the version folder.
     """
     if version is not None:
-        _check_int("version", version, 0)
+        check_int_at_least("version", version, 0)
     export_dir = Path(export_dir)
     export_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(export_dir)

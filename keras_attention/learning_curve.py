@@ -3,8 +3,9 @@
 import csv
 import math
 import os
-import tempfile
 from pathlib import Path
+
+from keras_attention.core.atomic_files import atomic_path
 
 
 def read_log(path: str | os.PathLike) -> dict[str, list[float]]:
@@ -68,8 +69,9 @@ def plot_learning_curve(log_path: str | os.PathLike, output_path: str | os.PathL
     bleu_axis.grid(alpha=0.3)
     figure.tight_layout()
     output_path = Path(output_path)
-    with tempfile.NamedTemporaryFile(dir=output_path.parent, suffix=".png", delete=False) as tmp:
-        figure.savefig(tmp.name, format="png")
-    pyplot.close(figure)
-    os.replace(tmp.name, output_path)
+    try:
+        with atomic_path(output_path) as tmp:
+            figure.savefig(tmp, format="png")
+    finally:
+        pyplot.close(figure)
     return output_path

@@ -8,6 +8,7 @@ its command line, `keras_attention.run_folder` compares it with a folder's, and
 import dataclasses
 import math
 
+from keras_attention.core.checks import check_int_at_least, check_positive_int
 from keras_attention.models.presets import PRESETS
 
 MIXED_PRECISION_POLICIES = (None, "mixed_float16", "mixed_bfloat16")
@@ -136,17 +137,8 @@ class TrainConfig:
             )
         optional = ("train_pairs", "validation_bleu_sentences", "backup_every_steps")
         for name in ("epochs", "max_tokens", "max_length", "warmup_steps", "beam_size", *optional):
-            value = getattr(self, name)
-            if name in optional and value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer; got {name}={value!r}")
-        every = self.validation_bleu_every
-        if isinstance(every, bool) or not isinstance(every, int) or every < 0:
-            raise ValueError(
-                "validation_bleu_every must be an integer >= 0; got "
-                f"validation_bleu_every={every!r}"
-            )
+            check_positive_int(name, getattr(self, name), allow_none=name in optional)
+        check_int_at_least("validation_bleu_every", self.validation_bleu_every, 0)
         if not isinstance(self.average, list) or not all(
             isinstance(k, int) and not isinstance(k, bool) and k >= 2 for k in self.average
         ):
@@ -155,11 +147,8 @@ class TrainConfig:
             )
         if self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {sorted(PRESETS)}; got preset={self.preset!r}")
-        size = self.vocabulary_size
-        if isinstance(size, bool) or not isinstance(size, int) or size <= 4:
-            raise ValueError(
-                f"vocabulary_size must be an integer > 4; got vocabulary_size={size!r}"
-            )
+        # More than the 4 special tokens.
+        check_int_at_least("vocabulary_size", self.vocabulary_size, 5)
         if self.max_length < 2:
             raise ValueError(f"max_length must be >= 2; got max_length={self.max_length}")
         if self.max_tokens < self.max_length:
@@ -183,8 +172,7 @@ class TrainConfig:
                     + (f" and < {high}" if high < math.inf else "")
                     + f"; got {name}={value!r}"
                 )
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be an integer >= 0; got seed={self.seed!r}")
+        check_int_at_least("seed", self.seed, 0)
         if not isinstance(self.model_overrides, dict):
             raise ValueError(
                 f"model_overrides must be a dict; got model_overrides={self.model_overrides!r}"

@@ -408,14 +408,8 @@ def _train(run: PreparedRun) -> TrainResult:
 
 
 def _plot(write_dir: Path) -> None:
-    """Draws `learning_curve.png`; `plot_learning_curve`'s own temporary file goes to a
-    folder that a resumed run removes if a kill leaves it."""
-    staging = Path(tempfile.mkdtemp(dir=write_dir, prefix=".learning_curve.png."))
-    try:
-        plot_learning_curve(write_dir / "training_log.csv", staging / "learning_curve.png")
-        os.replace(staging / "learning_curve.png", write_dir / "learning_curve.png")
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    """Draws `learning_curve.png` (atomically: a resumed run removes what a kill leaves)."""
+    plot_learning_curve(write_dir / "training_log.csv", write_dir / "learning_curve.png")
 
 
 def _validation_bleu(

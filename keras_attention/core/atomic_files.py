@@ -99,10 +99,18 @@ def temporary_files(folder: str | os.PathLike, names: list[str]) -> list[Path]:
     )
 
 
+def write_bytes_atomically(path: str | os.PathLike, data: bytes) -> Path:
+    """Writes `data` to `path` atomically, creating its folder if needed; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path, suffix=".tmp") as tmp:
+        tmp.write_bytes(data)
+    return path
+
+
 def write_text_atomically(path: str | os.PathLike, text: str) -> None:
     """Writes `text` (UTF-8) to `path` atomically."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    write_bytes_atomically(path, text.encode("utf-8"))
 
 
 def write_json_atomically(path: str | os.PathLike, data: object) -> None:

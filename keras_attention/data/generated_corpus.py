@@ -22,7 +22,7 @@ import random
 from pathlib import Path
 from typing import NamedTuple
 
-from keras_attention.data.text_files import write_bytes_atomically
+from keras_attention.core.atomic_files import write_bytes_atomically
 
 
 class Noun(NamedTuple):

@@ -2,11 +2,11 @@
 
 import dataclasses
 import logging
-import numbers
 
 import numpy as np
 import tensorflow as tf
 
+from keras_attention.core.checks import check_positive_int
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.distribute.cluster import is_multi_worker
@@ -130,8 +130,7 @@ def bucket_plan(
         ("length_multiple", length_multiple),
         ("batch_multiple", batch_multiple),
     ):
-        if not isinstance(value, numbers.Integral) or value <= 0:
-            raise ValueError(f"{name} must be a positive integer; got {name}={value!r}")
+        check_positive_int(name, value)
     if max_tokens < max_length:
         raise ValueError(
             f"max_tokens must be >= max_length so that the longest pair fits in a batch; got "

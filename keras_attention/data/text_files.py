@@ -1,33 +1,8 @@
-"""Reading a parallel corpus from two text files, with errors that name the file and line;
-writing files atomically."""
+"""Reading a parallel corpus from two text files, with errors that name the file and line."""
 
-import contextlib
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-
-
-def write_bytes_atomically(path: str | os.PathLike, data: bytes) -> Path:
-    """Writes `data` to `path` through a temporary file in the same folder and `os.replace`,
-    so that readers never see a partial file; the temporary file is removed on failure.
-
-    Returns:
-        The path written.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return path
 
 
 def decode_lines(raw_lines: Iterable[bytes], name: str) -> Iterator[str]:

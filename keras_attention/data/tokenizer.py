@@ -11,8 +11,8 @@ import tensorflow as tf
 import tensorflow_text
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
+from keras_attention.core.atomic_files import write_bytes_atomically
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from keras_attention.data.text_files import write_bytes_atomically
 
 MODEL_TYPES = ("unigram", "bpe")
 

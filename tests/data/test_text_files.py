@@ -1,19 +1,12 @@
 """Reading parallel text files: errors that name the file and line, blank pairs, line endings."""
 
 import io
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from keras_attention.data import text_files
-from keras_attention.data.text_files import (
-    decode_lines,
-    read_lines,
-    read_parallel,
-    write_bytes_atomically,
-)
+from keras_attention.data.text_files import decode_lines, read_lines, read_parallel
 from tests.data.test_multi30k import MULTI30K_DIR, needs_multi30k
 
 # Multi30k train.de line 7366 (1-based) holds a literal TAB, upstream; it must be kept as is.
@@ -140,24 +133,3 @@ def test_multi30k_tab_line_is_kept_as_is():
     assert targets[QUIRK_LINE - 1] == raw
     assert sum("\t" in line for line in targets) == 1
     assert len(sources) == len(targets)
-
-
-def test_write_bytes_atomically_replaces_and_leaves_no_temporary_file(tmp_path):
-    path = tmp_path / "folder" / "model.bin"
-    assert write_bytes_atomically(path, b"old") == path
-    write_bytes_atomically(path, b"new \x00 bytes")
-    assert path.read_bytes() == b"new \x00 bytes"
-    assert os.listdir(path.parent) == ["model.bin"]
-
-
-def test_write_bytes_atomically_cleans_up_after_a_failure(tmp_path, monkeypatch):
-    path = write(tmp_path / "model.bin", b"old")
-
-    def failing_replace(source, target):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(text_files.os, "replace", failing_replace)
-    with pytest.raises(OSError, match="disk full"):
-        write_bytes_atomically(path, b"new")
-    assert path.read_bytes() == b"old"
-    assert os.listdir(tmp_path) == ["model.bin"]
