@@ -8,8 +8,8 @@ from tests.shared_data import MULTI30K_DIR, needs_multi30k
 
 pytest.importorskip("keras_hub")
 
-from keras_attention.benchmarks import decode_throughput, train_throughput
-from keras_attention.benchmarks.timing import TransformerDims, forward_flops
+from tools.benchmarks import decode_throughput, train_throughput
+from tools.benchmarks.timing import TransformerDims, forward_flops
 
 
 def test_forward_flops_counts_each_matmul():

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from keras_attention.benchmarks.fault_injection import (
+from keras_attention.core.atomic_files import _parse_fault
+from tools.benchmarks.fault_injection import (
     FAST_POINTS,
     FaultConfig,
     check_run_folder,
     format_report,
     run_fault_injection,
 )
-from keras_attention.core.atomic_files import _parse_fault
 
 EPOCHS = 2
 

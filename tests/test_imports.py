@@ -111,7 +111,6 @@ LEVELS = {
     "keras_attention.run_folder": 7,
     "keras_attention.translation_run": 7,
     "keras_attention.cli": 7,
-    "keras_attention.benchmarks": 8,
     "keras_attention": 9,  # the package itself imports its public parts
 }
 

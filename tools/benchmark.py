@@ -7,7 +7,7 @@
 `train`: training throughput (non-padding target tokens per second) of our Transformer and of a
 keras-hub model of the same size on the same Multi30k batches, with and without XLA, and each
 with its natural batching; the ratios and the model FLOPs utilisation against a `tf.matmul`
-peak measured in the same run. See keras_attention/benchmarks/train_throughput.py.
+peak measured in the same run. See tools/benchmarks/train_throughput.py.
 
     python tools/benchmark.py decode             # cache vs recompute, export vs library
     python tools/benchmark.py decode --quick
@@ -15,7 +15,7 @@ peak measured in the same run. See keras_attention/benchmarks/train_throughput.p
 `decode`: sentences per second of greedy and beam search over Multi30k test2016 with the
 key/value cache and recomputing the decoder every step, the time of one step at positions 10,
 30 and 60, and the exported SavedModel against the in-library translator. See
-keras_attention/benchmarks/decode_throughput.py.
+tools/benchmarks/decode_throughput.py.
 
     python tools/benchmark.py faults             # 25 kill points, about 26 minutes on 2 cores
     python tools/benchmark.py faults --fast      # the CI's points
@@ -25,7 +25,7 @@ keras_attention/benchmarks/decode_throughput.py.
 backup, log and model writes, during the export), starts the same command again each time
 and checks that every file of the run folder loads and that the final weights equal those of
 an uninterrupted run (within the nondeterminism measured between two uninterrupted runs);
-prints points tried / points survived. See keras_attention/benchmarks/fault_injection.py.
+prints points tried / points survived. See tools/benchmarks/fault_injection.py.
 """
 
 import argparse
@@ -39,25 +39,26 @@ from pathlib import Path
 # TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
 os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
 
-from keras_attention.benchmarks.decode_throughput import (
+from benchmarks.decode_throughput import (
     DecodeBenchmarkConfig,
     format_decode_table,
     run_decode_benchmark,
 )
-from keras_attention.benchmarks.decode_throughput import quick_config as quick_decode_config
-from keras_attention.benchmarks.fault_injection import (
+from benchmarks.decode_throughput import quick_config as quick_decode_config
+from benchmarks.fault_injection import (
     FAST_POINTS,
     LONG_POINTS,
     FaultConfig,
     format_report,
     run_fault_injection,
 )
-from keras_attention.benchmarks.train_throughput import (
+from benchmarks.train_throughput import (
     TrainBenchmarkConfig,
     format_table,
     quick_config,
     run_train_benchmark,
 )
+
 from keras_attention.cli import VERBOSE_HELP
 from keras_attention.models.presets import PRESETS
 

@@ -24,13 +24,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_attention.benchmarks.timing import Stopwatch, summarize_rounds, time_call
-from keras_attention.benchmarks.train_throughput import DEFAULT_DATA_DIR, cached_tokenizer
 from keras_attention.data.multi30k import load_multi30k
 from keras_attention.decoding import beam_search, greedy_search
 from keras_attention.evaluation import translate_all
 from keras_attention.export import Translator, export_translator, load_exported
 from keras_attention.models import Transformer
+
+from .timing import Stopwatch, summarize_rounds, time_call
+from .train_throughput import DEFAULT_DATA_DIR, cached_tokenizer
 
 IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
 

@@ -52,14 +52,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_attention.benchmarks.peer_models import peer_from_preset
-from keras_attention.benchmarks.timing import (
-    Stopwatch,
-    TransformerDims,
-    matmul_peak_gflops,
-    summarize_rounds,
-    training_flops,
-)
 from keras_attention.data import (
     PAD_ID,
     EncodedPairs,
@@ -71,6 +63,15 @@ from keras_attention.data import (
 from keras_attention.models import Transformer
 from keras_attention.models.presets import preset_config
 from keras_attention.training import LabelSmoothedCrossEntropy, paper_optimizer
+
+from .peer_models import peer_from_preset
+from .timing import (
+    Stopwatch,
+    TransformerDims,
+    matmul_peak_gflops,
+    summarize_rounds,
+    training_flops,
+)
 
 logger = logging.getLogger(__name__)
 

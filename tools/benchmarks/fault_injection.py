@@ -34,7 +34,7 @@ import numpy as np
 
 from keras_attention.core.atomic_files import FAULT_VARIABLE
 
-TRAIN_SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "train.py"
+TRAIN_SCRIPT = Path(__file__).resolve().parents[1] / "train.py"
 WATCH = "watch:"
 # A tiny run of the generated corpus: 3 epochs of 9 batches, backups every 4 steps.
 TINY_ARGUMENTS = (
