@@ -340,11 +340,22 @@ def _check_ranks(query_shape, value_shape, key_shape=None) -> None:
 # 2-D matmul on reshaped kernels: on TensorFlow the gradient of an einsum kernel is computed
 # per example then summed, while a matmul's is one large matmul. Calling the kernels directly
 # also keeps EinsumDense from warning about (and dropping) the inputs' Keras masks, which
-# this layer handles itself.
+# this layer handles itself. A quantized projection (`model.quantize("int8")`) keeps an
+# integer kernel and its scales: it runs through the layer's own quantized call instead.
+
+
+def _quantized(dense: keras.layers.EinsumDense, x):
+    """`dense`'s own (quantized) computation of `x`, or `None` when `dense` is not quantized."""
+    if dense.quantization_mode is None:
+        return None
+    return dense.quantized_call(x)  # not `dense(x)`: that would warn about `x`'s Keras mask
 
 
 def _split_heads(dense: keras.layers.EinsumDense, x):
     """`(B, T, d) -> (B, T, heads, head_dim)` with `dense`'s kernel `(d, heads, head_dim)`."""
+    quantized = _quantized(dense, x)
+    if quantized is not None:
+        return quantized
     depth, heads, head_dim = dense.kernel.shape
     kernel = ops.reshape(dense.kernel, (depth, heads * head_dim))
     y = ops.matmul(x, ops.cast(kernel, x.dtype))  # (B, T, N * H)
@@ -356,6 +367,9 @@ def _split_heads(dense: keras.layers.EinsumDense, x):
 
 def _merge_heads(dense: keras.layers.EinsumDense, x):
     """`(B, T, heads, head_dim) -> (B, T, d_out)`; `dense.kernel` is `(heads, head_dim, d_out)`."""
+    quantized = _quantized(dense, x)
+    if quantized is not None:
+        return quantized
     heads, head_dim, depth = dense.kernel.shape
     shape = ops.shape(x)
     flat = ops.reshape(x, (shape[0], shape[1], heads * head_dim))  # (B, T, N * H)
