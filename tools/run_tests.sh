@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The test command: the whole suite under TensorFlow, then the layer tests under PyTorch.
+# The test command: the whole suite under TensorFlow, then the backend-agnostic tests (core,
+# layers, masks) under PyTorch. The TensorFlow suite runs in two processes (pytest-xdist), a
+# test file per process at a time, so that a file's module fixtures are built once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-KERAS_BACKEND=tensorflow python -m pytest -q tests "$@"
+KERAS_BACKEND=tensorflow python -m pytest -q -n 2 --dist loadfile tests "$@"
 KERAS_BACKEND=torch python -m pytest -q tests/core tests/layers tests/test_masks.py "$@"
