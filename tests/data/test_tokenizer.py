@@ -11,7 +11,7 @@ import sentencepiece
 import tensorflow as tf
 
 import keras_attention.data as data
-from keras_attention.data import special_tokens
+from keras_attention.core import special_tokens
 from keras_attention.data.generated_corpus import generated_splits
 from keras_attention.data.tokenizer import SubwordTokenizer
 
