@@ -23,6 +23,7 @@ DATASET_DEFAULTS = {
         max_tokens=2048,
         warmup_steps=400,
         learning_rate_scale=1.0,
+        cooldown_epochs=0,
         validation_bleu_every=1,
         validation_bleu_sentences=300,
         average=[3],
@@ -36,6 +37,7 @@ DATASET_DEFAULTS = {
         max_tokens=4096,
         warmup_steps=2000,
         learning_rate_scale=2.5,
+        cooldown_epochs=0,
         validation_bleu_every=2,
         validation_bleu_sentences=500,
         average=[10],
@@ -65,6 +67,8 @@ class TrainConfig:
         max_length: longest sequence kept, in subword tokens (longer pairs are dropped).
         warmup_steps: warm-up of the paper's schedule.
         learning_rate_scale: multiplier of the paper's schedule.
+        cooldown_epochs: the learning rate falls linearly to zero over the last this many
+            epochs (0: the paper's schedule to the end).
         label_smoothing: the paper's `epsilon_ls`.
         devices: devices for `MirroredStrategy` (`None`: every GPU, or the default device).
         jit_compile: compile the train step with XLA; `None` turns it on when a GPU is
@@ -103,6 +107,7 @@ class TrainConfig:
     max_length: int = 64
     warmup_steps: int | None = None
     learning_rate_scale: float | None = None
+    cooldown_epochs: int | None = None
     label_smoothing: float = 0.1
     devices: list[str] | None = None
     jit_compile: bool | None = None
@@ -139,6 +144,12 @@ class TrainConfig:
         for name in ("epochs", "max_tokens", "max_length", "warmup_steps", "beam_size", *optional):
             check_positive_int(name, getattr(self, name), allow_none=name in optional)
         check_int_at_least("validation_bleu_every", self.validation_bleu_every, 0)
+        check_int_at_least("cooldown_epochs", self.cooldown_epochs, 0)
+        if self.cooldown_epochs > self.epochs:
+            raise ValueError(
+                "cooldown_epochs must be <= epochs; got "
+                f"cooldown_epochs={self.cooldown_epochs}, epochs={self.epochs}"
+            )
         if not isinstance(self.average, list) or not all(
             isinstance(k, int) and not isinstance(k, bool) and k >= 2 for k in self.average
         ):

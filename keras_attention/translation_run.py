@@ -336,6 +336,7 @@ def _train(run: PreparedRun) -> TrainResult:
     previous_policy = keras.config.dtype_policy()
     if config.mixed_precision:
         keras.config.set_dtype_policy(config.mixed_precision)
+    steps_per_epoch = int(data.train_batches(0).cardinality())
     try:
         with strategy.scope():
             model = Transformer.from_preset(
@@ -347,6 +348,8 @@ def _train(run: PreparedRun) -> TrainResult:
                 warmup_steps=config.warmup_steps,
                 label_smoothing=config.label_smoothing,
                 learning_rate_scale=config.learning_rate_scale,
+                total_steps=config.epochs * steps_per_epoch,
+                cooldown_steps=config.cooldown_epochs * steps_per_epoch,
                 jit_compile=_resolve_jit(config.jit_compile),
             )
         validation_bleu = _validation_bleu(config, tokenizer, data.corpus["val"], write_dir)

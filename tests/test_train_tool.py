@@ -65,7 +65,7 @@ def another_runs_files(output_dir: Path) -> None:
 def test_a_run_writes_every_file_over_another_run_with_overwrite(tmp_path: Path):
     another_runs_files(tmp_path)
     done = subprocess.run(
-        train_command(tmp_path, 2, "--overwrite"),
+        train_command(tmp_path, 2, "--overwrite", "--cooldown-epochs", "1"),
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -96,14 +96,20 @@ def test_a_run_writes_every_file_over_another_run_with_overwrite(tmp_path: Path)
     assert 0.0 <= metrics["accuracy"] <= 1.0
     model = keras.models.load_model(tmp_path / "model.keras")
     assert model.d_model == 16
+    # The schedule knows the run's length: it cooled down over the second of 2 epochs.
+    schedule = model.optimizer._learning_rate
+    steps = int(model.optimizer.iterations)
+    assert (schedule.total_steps, 2 * schedule.cooldown_steps) == (steps, steps)
+    assert float(schedule(steps)) == 0.0 < float(schedule(steps - 1))
     model_bytes = (tmp_path / "model.keras").read_bytes()
     exported = (tmp_path / "export" / "1" / "saved_model.pb").stat().st_mtime_ns
     assert f"BLEU {bleu['test']['bleu']:.2f}" in done.stdout
 
     # The same command again: the run is finished, nothing is trained or logged again.
     again = subprocess.run(
-        train_command(tmp_path, 2), capture_output=True, text=True, timeout=600, check=False
-    )
+        train_command(tmp_path, 2, "--cooldown-epochs", "1"),
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
     assert again.returncode == 0, again.stderr[-3000:]
     assert "Epoch 1/" not in again.stdout + again.stderr
     assert logged_epochs(tmp_path) == [0, 1]
@@ -138,6 +144,8 @@ def user_error(*args: str | Path) -> str:
         (["--override", "no_such_argument=1"], "no_such_argument"),
         (["--max-tokens", "1"], "error: --max-tokens must be >= --max-length"),
         (["--alpha", "-1"], "error: argument --alpha: must be a finite number >= 0"),
+        (["--cooldown-epochs", "2"], "error: --cooldown-epochs must be <= --epochs"),
+        (["--cooldown-epochs", "-1"], "error: argument --cooldown-epochs: must be >= 0"),
     ],
 )
 def test_bad_arguments_are_one_line_and_leave_nothing(tmp_path: Path, args, message):

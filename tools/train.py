@@ -122,6 +122,13 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         help="multiplier of the paper's schedule (default: per dataset)",
     )
     parser.add_argument(
+        "--cooldown-epochs",
+        type=int_at_least(0),
+        default=None,
+        help="the learning rate falls linearly to zero over the last this many epochs "
+        "(default: per dataset)",
+    )
+    parser.add_argument(
         "--label-smoothing", type=non_negative_float, default=DEFAULTS.label_smoothing
     )
     parser.add_argument(
@@ -207,6 +214,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         max_length=args.max_length,
         warmup_steps=args.warmup_steps,
         learning_rate_scale=args.learning_rate_scale,
+        cooldown_epochs=args.cooldown_epochs,
         label_smoothing=args.label_smoothing,
         devices=args.devices,
         jit_compile=args.jit,

@@ -8,16 +8,24 @@ from keras_attention.training.schedules import TransformerSchedule
 
 
 def paper_optimizer(
-    d_model: int, warmup_steps: int = 4000, scale: float = 1.0
+    d_model: int,
+    warmup_steps: int = 4000,
+    scale: float = 1.0,
+    total_steps: int | None = None,
+    cooldown_steps: int = 0,
 ) -> keras.optimizers.Adam:
     """Adam with beta_1=0.9, beta_2=0.98, epsilon=1e-9 on the warm-up schedule (Section 5.3).
+
+    `total_steps` and `cooldown_steps` add `TransformerSchedule`'s final linear decay.
 
     Example:
 
     >>> optimizer = paper_optimizer(d_model=512)
     """
     return keras.optimizers.Adam(
-        learning_rate=TransformerSchedule(d_model, warmup_steps, scale),
+        learning_rate=TransformerSchedule(
+            d_model, warmup_steps, scale, total_steps, cooldown_steps
+        ),
         beta_1=0.9,
         beta_2=0.98,
         epsilon=1e-9,
@@ -29,6 +37,8 @@ def compile_with_paper_recipe(
     warmup_steps: int = 4000,
     label_smoothing: float = 0.1,
     learning_rate_scale: float = 1.0,
+    total_steps: int | None = None,
+    cooldown_steps: int = 0,
     jit_compile="auto",
     pad_id: int = 0,
     **compile_kwargs,
@@ -40,6 +50,9 @@ def compile_with_paper_recipe(
         warmup_steps: warm-up of the learning-rate schedule (4000 in the paper).
         label_smoothing: `epsilon_ls` (0.1 in the paper).
         learning_rate_scale: multiplier of the schedule.
+        total_steps: the run's last step, for `cooldown_steps`.
+        cooldown_steps: the schedule falls linearly to zero over the last this many steps
+            (0: the paper's schedule throughout).
         jit_compile: passed to `model.compile` ("auto" uses XLA where Keras can).
         pad_id: the padding id ignored by the loss and metrics.
         **compile_kwargs: any other `model.compile` arguments.
@@ -53,7 +66,9 @@ def compile_with_paper_recipe(
     >>> compile_with_paper_recipe(model, warmup_steps=4000)
     """
     model.compile(
-        optimizer=paper_optimizer(model.d_model, warmup_steps, learning_rate_scale),
+        optimizer=paper_optimizer(
+            model.d_model, warmup_steps, learning_rate_scale, total_steps, cooldown_steps
+        ),
         loss=LabelSmoothedCrossEntropy(label_smoothing, pad_id=pad_id),
         metrics=[MaskedAccuracy(pad_id=pad_id), Perplexity(pad_id=pad_id)],
         jit_compile=jit_compile,

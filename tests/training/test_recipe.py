@@ -49,6 +49,8 @@ def assert_paper_optimizer(
         "d_model": d_model,
         "warmup_steps": warmup_steps,
         "scale": scale,
+        "total_steps": None,
+        "cooldown_steps": 0,
     }
     for iteration in (0, 3):
         optimizer.iterations.assign(iteration)

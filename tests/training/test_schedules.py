@@ -46,7 +46,13 @@ def test_peak_at_warmup_then_monotonic_decay(d_model: int, warmup_steps: int, sc
 def test_serialization_round_trip():
     schedule = TransformerSchedule(d_model=32, warmup_steps=25, scale=0.3)
     config = schedule.get_config()
-    assert config == {"d_model": 32, "warmup_steps": 25, "scale": 0.3}
+    assert config == {
+        "d_model": 32,
+        "warmup_steps": 25,
+        "scale": 0.3,
+        "total_steps": None,
+        "cooldown_steps": 0,
+    }
     iterations = [0, 7, 60]
     expected = [reference_rate(i, 32, 25, 0.3) for i in iterations]
     serialized = keras.optimizers.schedules.serialize(schedule)
@@ -57,6 +63,42 @@ def test_serialization_round_trip():
         assert isinstance(restored, TransformerSchedule)
         assert restored.get_config() == config
         np.testing.assert_allclose(rates(restored, iterations), expected, rtol=1e-5)
+
+
+def cooled_reference(iteration: int, total_steps: int, cooldown_steps: int) -> float:
+    """The paper's rate for d_model 16, warm-up 10, times the linear cool-down factor."""
+    step = iteration + 1
+    factor = min(max((total_steps + 1 - step) / cooldown_steps, 0.0), 1.0)
+    return reference_rate(iteration, 16, 10) * factor
+
+
+def test_cooldown_matches_formula():
+    schedule = TransformerSchedule(16, 10, total_steps=50, cooldown_steps=20)
+    iterations = np.arange(60)
+    expected = [cooled_reference(int(i), 50, 20) for i in iterations]
+    np.testing.assert_allclose(rates(schedule, iterations), expected, rtol=1e-5, atol=1e-12)
+    values = rates(schedule, iterations)
+    # The paper's rate up to the cool-down, then a straight fall: the last of the 50 steps
+    # (iteration 49) still moves the weights, everything after it is zero.
+    np.testing.assert_allclose(
+        values[:30], [reference_rate(i, 16, 10) for i in range(30)], rtol=1e-5
+    )
+    assert values[49] > 0.0 and np.all(values[50:] == 0.0)
+    assert np.all(np.diff(values[30:51]) < 0)
+
+
+def test_cooldown_round_trips_and_old_configs_load():
+    schedule = TransformerSchedule(16, 10, total_steps=50, cooldown_steps=20)
+    restored = keras.optimizers.schedules.deserialize(
+        keras.optimizers.schedules.serialize(schedule)
+    )
+    assert restored.get_config() == schedule.get_config()
+    np.testing.assert_allclose(rates(restored, [40, 49]), rates(schedule, [40, 49]))
+    # A schedule saved before the cool-down existed has no such keys: the paper's schedule.
+    old = TransformerSchedule.from_config({"d_model": 16, "warmup_steps": 10, "scale": 1.0})
+    np.testing.assert_allclose(
+        rates(old, [40, 200]), [reference_rate(i, 16, 10) for i in (40, 200)], rtol=1e-5
+    )
 
 
 def test_optimizer_with_the_schedule_round_trips():
@@ -78,6 +120,10 @@ def test_optimizer_with_the_schedule_round_trips():
         ({"warmup_steps": -5}, "warmup_steps=-5"),
         ({"scale": 0.0}, "scale=0.0"),
         ({"scale": -1.0}, "scale=-1.0"),
+        ({"cooldown_steps": -1}, "cooldown_steps=-1"),
+        ({"cooldown_steps": 5}, "total_steps=None, cooldown_steps=5"),
+        ({"cooldown_steps": 5, "total_steps": 4}, "total_steps=4, cooldown_steps=5"),
+        ({"total_steps": 0}, "total_steps=0"),
     ],
 )
 def test_invalid_arguments_are_named(kwargs: dict, name: str):
