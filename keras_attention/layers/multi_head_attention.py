@@ -64,7 +64,9 @@ class MultiHeadAttention(keras.layers.Layer):
 
     Returns:
         The output `(batch, query_len, output_dim)`; then, in this order and only when asked,
-        the attention weights and the updated cache.
+        the updated cache and the attention weights: the order of every layer of the
+        library (blocks, stacks), which agrees with `keras.layers.MultiHeadAttention`
+        (output, scores) and keras-hub's cached attention (output, cache).
 
     Example:
 
@@ -295,10 +297,10 @@ class MultiHeadAttention(keras.layers.Layer):
                 attended = attended * any_key
         output = _merge_heads(self.output_dense, attended)  # (B, Tq, D)
         results = (output,)
-        if return_attention_scores:
-            results += (scores,)
         if cache is not None and cache_update_index is not None:
             results += (cache,)
+        if return_attention_scores:
+            results += (scores,)
         return results[0] if len(results) == 1 else results
 
     def compute_output_shape(self, query_shape, value_shape, key_shape=None):

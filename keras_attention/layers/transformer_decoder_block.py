@@ -67,15 +67,29 @@ class TransformerDecoderBlock(TransformerBlockBase):
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
         self._check_d_model(decoder_sequence_shape[-1])
-        self._build_attention_sublayer(
-            "self_attention", decoder_sequence_shape, decoder_sequence_shape
+        shape = decoder_sequence_shape
+        self.self_attention = self._make_attention("self_attention", shape, shape)
+        self.self_attention_norm = self._make_norm("self_attention_norm", shape)
+        self.self_attention_dropout = self._make_dropout("self_attention_dropout")
+        self.self_attention_connection = self._connection(
+            self.self_attention_norm, self.self_attention_dropout
         )
         self.has_cross_attention = encoder_sequence_shape is not None
         if self.has_cross_attention:
-            self._build_attention_sublayer(
-                "cross_attention", decoder_sequence_shape, encoder_sequence_shape
+            self.cross_attention = self._make_attention(
+                "cross_attention", shape, encoder_sequence_shape
             )
-        self._build_feed_forward_sublayer(decoder_sequence_shape)
+            self.cross_attention_norm = self._make_norm("cross_attention_norm", shape)
+            self.cross_attention_dropout = self._make_dropout("cross_attention_dropout")
+            self.cross_attention_connection = self._connection(
+                self.cross_attention_norm, self.cross_attention_dropout
+            )
+        self.feed_forward = self._make_feed_forward(shape)
+        self.feed_forward_norm = self._make_norm("feed_forward_norm", shape)
+        self.feed_forward_dropout = self._make_dropout("feed_forward_dropout")
+        self.feed_forward_connection = self._connection(
+            self.feed_forward_norm, self.feed_forward_dropout
+        )
 
     def initial_cache(self, batch_size, max_length):
         """An empty self-attention cache `(batch_size, 2, max_length, heads, head_dim)`."""
@@ -123,28 +137,27 @@ class TransformerDecoderBlock(TransformerBlockBase):
         masks.check_mask_shape(
             "decoder_attention_mask", decoder_attention_mask, (batch, target_len, self_key_len)
         )
-        scores = {}
-        x = decoder_sequence  # (B, T, D)
-        normed = self._sublayer_input(x, self.self_attention_norm)
-        attended = self.self_attention(
-            query=normed,
-            value=normed,
-            query_mask=decoder_padding_mask,
-            value_mask=decoder_padding_mask,
-            attention_mask=decoder_attention_mask,
-            use_causal_mask=use_causal_mask,
-            cache=self_attention_cache,
-            cache_update_index=self_attention_cache_update_index,
-            return_attention_scores=return_attention_scores,
-            training=training,
-        )
-        attended, self_scores, self_attention_cache = _unpack(
-            attended, return_attention_scores, self_attention_cache is not None
-        )
-        scores["self_attention"] = self_scores
-        x = self._residual(
-            x, attended, self.self_attention_dropout, self.self_attention_norm, training
+        with_cache = self_attention_cache is not None
+
+        def self_attention(normed):
+            result = self.self_attention(
+                query=normed,
+                value=normed,
+                query_mask=decoder_padding_mask,
+                value_mask=decoder_padding_mask,
+                attention_mask=decoder_attention_mask,
+                use_causal_mask=use_causal_mask,
+                cache=self_attention_cache,
+                cache_update_index=self_attention_cache_update_index,
+                return_attention_scores=return_attention_scores,
+                training=training,
+            )
+            return _output_cache_scores(result, with_cache, return_attention_scores)
+
+        x, new_cache, self_scores = self.self_attention_connection(
+            decoder_sequence, self_attention, training
         )  # (B, T, D)
+        scores = {"self_attention": self_scores}
         if self.has_cross_attention:
             if encoder_padding_mask is None:
                 encoder_padding_mask = masks.keras_mask(encoder_sequence)
@@ -155,26 +168,31 @@ class TransformerDecoderBlock(TransformerBlockBase):
             masks.check_mask_shape(
                 "encoder_attention_mask", encoder_attention_mask, (batch, target_len, source_len)
             )
-            attended = self.cross_attention(
-                query=self._sublayer_input(x, self.cross_attention_norm),
-                value=encoder_sequence,
-                query_mask=decoder_padding_mask,
-                value_mask=encoder_padding_mask,
-                attention_mask=encoder_attention_mask,
-                cache=cross_attention_cache,
-                return_attention_scores=return_attention_scores,
-                training=training,
-            )
-            attended, scores["cross_attention"], _ = _unpack(
-                attended, return_attention_scores, False
-            )
-            x = self._residual(
-                x, attended, self.cross_attention_dropout, self.cross_attention_norm, training
+
+            def cross_attention(normed):
+                result = self.cross_attention(
+                    query=normed,
+                    value=encoder_sequence,
+                    query_mask=decoder_padding_mask,
+                    value_mask=encoder_padding_mask,
+                    attention_mask=encoder_attention_mask,
+                    cache=cross_attention_cache,
+                    return_attention_scores=return_attention_scores,
+                    training=training,
+                )
+                return _output_cache_scores(result, False, return_attention_scores)
+
+            x, _, scores["cross_attention"] = self.cross_attention_connection(
+                x, cross_attention, training
             )  # (B, T, D)
-        x = self._apply_feed_forward(x, training)  # (B, T, D)
+
+        def feed_forward(normed):
+            return self.feed_forward(normed, training=training)
+
+        x = self.feed_forward_connection(x, feed_forward, training)  # (B, T, D)
         results = (x,)
-        if self_attention_cache is not None:
-            results += (self_attention_cache,)
+        if with_cache:
+            results += (new_cache,)
         if return_attention_scores:
             results += (scores,)
         return results[0] if len(results) == 1 else results
@@ -183,12 +201,12 @@ class TransformerDecoderBlock(TransformerBlockBase):
         return output_spec(self, tuple(decoder_sequence.shape), (decoder_sequence, *args), kwargs)
 
 
-def _unpack(result, with_scores: bool, with_cache: bool):
-    """Splits a `MultiHeadAttention` result into `(output, scores or None, cache or None)`."""
-    if not (with_scores or with_cache):
+def _output_cache_scores(result, with_cache: bool, with_scores: bool) -> tuple:
+    """A `MultiHeadAttention` result as `(output, cache or None, scores or None)`."""
+    if not (with_cache or with_scores):
         return result, None, None
     result = list(result)
     output = result.pop(0)
-    scores = result.pop(0) if with_scores else None
     cache = result.pop(0) if with_cache else None
-    return output, scores, cache
+    scores = result.pop(0) if with_scores else None
+    return output, cache, scores

@@ -50,8 +50,18 @@ class TransformerEncoderBlock(TransformerBlockBase):
 
     def build(self, inputs_shape):
         self._check_d_model(inputs_shape[-1])
-        self._build_attention_sublayer("self_attention", inputs_shape, inputs_shape)
-        self._build_feed_forward_sublayer(inputs_shape)
+        self.self_attention = self._make_attention("self_attention", inputs_shape, inputs_shape)
+        self.self_attention_norm = self._make_norm("self_attention_norm", inputs_shape)
+        self.self_attention_dropout = self._make_dropout("self_attention_dropout")
+        self.feed_forward = self._make_feed_forward(inputs_shape)
+        self.feed_forward_norm = self._make_norm("feed_forward_norm", inputs_shape)
+        self.feed_forward_dropout = self._make_dropout("feed_forward_dropout")
+        self.self_attention_connection = self._connection(
+            self.self_attention_norm, self.self_attention_dropout
+        )
+        self.feed_forward_connection = self._connection(
+            self.feed_forward_norm, self.feed_forward_dropout
+        )
 
     def call(
         self,
@@ -68,25 +78,27 @@ class TransformerEncoderBlock(TransformerBlockBase):
         masks.check_mask_shape(
             "attention_mask", attention_mask, (inputs.shape[0], seq_len, seq_len)
         )
-        x = inputs  # (B, T, D)
-        normed = self._sublayer_input(x, self.self_attention_norm)
-        # The padding mask is passed as both query and key mask, so that an explicit
-        # `padding_mask` acts exactly as the Keras mask does (which Keras would otherwise
-        # fill in as the query mask only when it is attached to `inputs`).
-        attended = self.self_attention(
-            query=normed,
-            value=normed,
-            query_mask=padding_mask,
-            value_mask=padding_mask,
-            attention_mask=attention_mask,
-            training=training,
-            return_attention_scores=return_attention_scores,
-        )
-        attended, scores = attended if return_attention_scores else (attended, None)
-        x = self._residual(
-            x, attended, self.self_attention_dropout, self.self_attention_norm, training
-        )  # (B, T, D)
-        x = self._apply_feed_forward(x, training)  # (B, T, D)
+
+        def self_attention(normed):
+            # The padding mask is passed as both query and key mask, so that an explicit
+            # `padding_mask` acts exactly as the Keras mask does (which Keras would
+            # otherwise fill in as the query mask only when it is attached to `inputs`).
+            return self.self_attention(
+                query=normed,
+                value=normed,
+                query_mask=padding_mask,
+                value_mask=padding_mask,
+                attention_mask=attention_mask,
+                training=training,
+                return_attention_scores=return_attention_scores,
+            )
+
+        def feed_forward(normed):
+            return self.feed_forward(normed, training=training)
+
+        x = self.self_attention_connection(inputs, self_attention, training)  # (B, T, D)
+        x, scores = x if return_attention_scores else (x, None)
+        x = self.feed_forward_connection(x, feed_forward, training)  # (B, T, D)
         return (x, scores) if return_attention_scores else x
 
     def compute_output_spec(self, inputs, *args, **kwargs):

@@ -1,14 +1,14 @@
 """What the encoder and decoder stacks share: `num_layers` blocks and pre-LN's final norm."""
 
 from keras_attention.core.checks import check_positive_int
+from keras_attention.layers.block_arguments import BlockArguments
 from keras_attention.layers.initializers import clone_initializer
-from keras_attention.layers.transformer_block_base import TransformerBlockBase
 
 
-class TransformerStackBase(TransformerBlockBase):
+class TransformerStackBase(BlockArguments):
     """Base of `TransformerEncoder` and `TransformerDecoder`: a stack of `num_layers` blocks.
 
-    Takes every argument of the blocks (see `TransformerBlockBase`) plus `num_layers`.
+    Takes every argument of the blocks (see `BlockArguments`) plus `num_layers`.
     With `norm_first=True` (pre-LN) the stack ends with a layer normalisation, since the
     blocks then leave their output un-normalised.
     """
@@ -41,8 +41,7 @@ class TransformerStackBase(TransformerBlockBase):
             self.blocks.append(block)
         self.final_norm = None
         if self.norm_first:
-            self.final_norm = self._make_norm("final_norm")
-            self.final_norm.build(shapes[0])
+            self.final_norm = self._make_norm("final_norm", shapes[0])
 
     def _finish(self, x):
         """Applies pre-LN's final layer normalisation."""

@@ -106,7 +106,8 @@ def _decode_in_chunks(
         rows = slice(start, start + chunk)
         if attention_mask is not None:
             kwargs["attention_mask"] = attention_mask[:, rows]
-        *result, cache = layer(
+        # The order of every layer of the library: output, cache, then scores.
+        output, cache, *scores = layer(
             x[:, rows],
             x[:, rows],
             cache=cache,
@@ -114,7 +115,7 @@ def _decode_in_chunks(
             use_causal_mask=True,
             **kwargs,
         )
-        results.append([to_numpy(r) for r in result])
+        results.append([to_numpy(r) for r in (output, *scores)])
     return results, to_numpy(cache)
 
 

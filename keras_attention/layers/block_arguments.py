@@ -1,0 +1,90 @@
+"""The arguments shared by the Transformer's blocks and stacks (Section 3.1)."""
+
+import keras
+
+from keras_attention.core.checks import check_positive_float, check_positive_int, check_rate
+
+
+class BlockArguments(keras.layers.Layer):
+    """Base of the blocks and the stacks: their shared arguments, checked and serialized.
+
+    The blocks (`TransformerBlockBase`) and the stacks of blocks (`TransformerStackBase`)
+    take the same arguments; this base holds them, the layer normalisation both make, and
+    their output shape (that of the first input).
+
+    Args:
+        num_heads: number of attention heads.
+        intermediate_dim: inner size of the feed-forward network (`d_ff`).
+        dropout: residual dropout on each sub-layer's output (the paper's `P_drop`).
+        attention_dropout: dropout on the attention weights.
+        activation_dropout: dropout on the feed-forward network's inner activation.
+        activation: the feed-forward network's activation.
+        norm_first: pre-LN (`True`) instead of the paper's post-LN (`False`).
+        layer_norm_epsilon: epsilon of the layer normalisations.
+        kernel_initializer: initializer of every kernel.
+        bias_initializer: initializer of every bias.
+        **kwargs: standard `keras.layers.Layer` arguments.
+    """
+
+    def __init__(
+        self,
+        num_heads: int,
+        intermediate_dim: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        activation_dropout: float = 0.0,
+        activation="relu",
+        norm_first: bool = False,
+        layer_norm_epsilon: float = 1e-6,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        check_positive_int("num_heads", num_heads)
+        check_positive_int("intermediate_dim", intermediate_dim)
+        check_rate("dropout", dropout)
+        check_rate("attention_dropout", attention_dropout)
+        check_rate("activation_dropout", activation_dropout)
+        check_positive_float("layer_norm_epsilon", layer_norm_epsilon)
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.activation_dropout = activation_dropout
+        self.activation = keras.activations.get(activation)
+        self.norm_first = norm_first
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.supports_masking = True
+
+    def _make_norm(self, name: str, shape) -> keras.layers.LayerNormalization:
+        """A built `LayerNormalization` named `name` for inputs of `shape`."""
+        norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        )
+        norm.build(shape)
+        return norm
+
+    def compute_output_shape(self, *shapes, **named_shapes):
+        first = shapes[0] if shapes else next(iter(named_shapes.values()))
+        return tuple(first)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "intermediate_dim": self.intermediate_dim,
+                "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
+                "activation_dropout": self.activation_dropout,
+                "activation": keras.activations.serialize(self.activation),
+                "norm_first": self.norm_first,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            }
+        )
+        return config
