@@ -5,6 +5,10 @@ with `write_positions`, a `slice_update` that TensorFlow does not lower to an XL
 Python loop over tensors, so they trace into one graph (for example one `tf.function`, which
 is how the translator exports, with only ops that TF Serving runs).
 
+Our own rather than keras-hub's `BeamSampler`/`GreedySampler`: those have no length penalty
+(the paper's alpha; `BeamSampler(num_beams, return_all_beams)` is all it takes), no per-sentence
+length limit, and import keras-hub, which loads TensorFlow and tensorflow-text under any backend.
+
 Conventions: the ids of `keras_attention.core.special_tokens` (0 padding, 2 BOS, 3 EOS).
 Output tokens have shape `(batch, max_output_length)`: the generated tokens
 without BOS, ending with EOS, then padding. PAD and BOS are never generated; at a sentence's

@@ -1,8 +1,10 @@
-"""Helpers shared by the tests that kill a training process and resume it."""
+"""Helpers shared by the tests that run the tools: killing a training process and resuming it,
+and recognising TensorFlow's native log lines."""
 
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -10,6 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+
+# TensorFlow's own C++ log lines (absl format), which TF 2.21 prints while it is imported
+# whatever TF_CPP_MIN_LOG_LEVEL says ("oneDNN custom operations are on", "Could not find cuda
+# drivers"): the tools hide them unless given --verbose.
+NATIVE_LOG_LINE = re.compile(
+    r"[IWEF]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] .*"
+    r"|WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+)
 
 
 def logged_epochs(output_dir: Path) -> list[int]:

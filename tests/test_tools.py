@@ -37,13 +37,6 @@ SENTENCES = [
 ]
 TENSORFLOW_ENV = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
 SCORE_LINE = re.compile(r"(-?\d+\.\d{4})\t(.*)")
-# TensorFlow's own C++ log lines (absl format), which TF 2.21 prints while it is imported
-# whatever TF_CPP_MIN_LOG_LEVEL says ("oneDNN custom operations are on", "Could not find cuda
-# drivers"): the tools hide them unless given --verbose.
-NATIVE_LOG_LINE = re.compile(
-    r"[IWEF]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] .*"
-    r"|WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
-)
 
 
 def run_tool(tool: str, *args: str | Path, stdin: str = "", timeout: int = 300):

@@ -14,7 +14,7 @@ import pytest
 
 import keras_attention  # noqa: F401 (registers the classes that load_model reads)
 from keras_attention.run_config import TrainConfig
-from tests.run_helpers import kill_when, logged_epochs, read_metadata
+from tests.run_helpers import NATIVE_LOG_LINE, kill_when, logged_epochs, read_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [
@@ -64,11 +64,15 @@ def another_runs_files(output_dir: Path) -> None:
 
 def test_a_run_writes_every_file_over_another_run_with_overwrite(tmp_path: Path):
     another_runs_files(tmp_path)
+    # As a user runs it: no TF_CPP_MIN_LOG_LEVEL, so the tool alone keeps TensorFlow quiet.
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     done = subprocess.run(
         train_command(tmp_path, 2, "--overwrite", "--cooldown-epochs", "1"),
-        capture_output=True, text=True, timeout=600, check=False,
+        capture_output=True, text=True, timeout=600, check=False, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+    native = [line for line in done.stderr.splitlines() if NATIVE_LOG_LINE.fullmatch(line)]
+    assert native == [], native  # e.g. "E0000 ... failed call to cuInit", logged at the 1st op
     for name in ("config.json", "tokenizer.model", "training_log.csv", "model.keras",
                  "test_metrics.json", "checkpoints/epoch_001.weights.h5",
                  "checkpoints/epoch_002.weights.h5", "checkpoints/best.weights.h5",

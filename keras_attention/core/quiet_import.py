@@ -20,7 +20,9 @@ def import_keras_quietly() -> None:
     is `1` and Keras is not imported yet; otherwise does nothing."""
     if os.environ.get(QUIET_VARIABLE) != "1" or "keras" in sys.modules:
         return
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # 3, not 2: the CUDA probe ("failed call to cuInit") and oneDNN's fallback notes are
+    # logged at ERROR level once the first op runs, long after the import.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     sys.stderr.flush()
     saved = os.dup(2)
     try:

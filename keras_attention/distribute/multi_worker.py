@@ -49,9 +49,9 @@ def _local_value(strategy, value):
 
 def _needs_fix(model) -> bool:
     """Whether `model` trains under a strategy that spans several workers."""
-    return model._distribute_strategy is not None and _in_multi_worker_mode(
-        model.distribute_strategy
-    )
+    # Only the TensorFlow trainer has `_distribute_strategy`; JAX's and PyTorch's do not.
+    strategy = getattr(model, "_distribute_strategy", None)
+    return strategy is not None and _in_multi_worker_mode(strategy)
 
 
 def _build_from_local_batch(model, iterator=None, data_batch=None) -> None:

@@ -1,4 +1,9 @@
-"""Label-smoothed cross-entropy over real (non-padding) tokens (Section 5.4)."""
+"""Label-smoothed cross-entropy over real (non-padding) tokens (Section 5.4).
+
+Our own: `keras.losses.SparseCategoricalCrossentropy` has no label smoothing, the categorical
+one needs one-hot targets of the vocabulary's size, and neither divides by the target tokens
+of the whole global batch, which `MirroredStrategy` needs for the paper's per-token loss.
+"""
 
 import keras
 from keras import ops
