@@ -15,6 +15,7 @@ without BOS, ending with EOS, then padding. PAD and BOS are never generated; at 
 length limit EOS is forced.
 """
 
+import keras
 from keras import ops
 
 from keras_attention.core.checks import check_int_at_least, check_positive_int
@@ -71,8 +72,13 @@ def _next_log_probs(model, tokens, step, state):
     encoded, source_mask, caches, cross = state
     rows = ops.shape(tokens)[0]
     if not caches:
-        prefix = ops.slice(tokens, [0, 0], [rows, step + 1])  # (N, step + 1)
-        logits = model.decode(prefix, encoded, source_mask)  # (N, step + 1, V)
+        if keras.backend.backend() == "jax":
+            # JAX traces the loop with static shapes, so no growing prefix: the whole buffer
+            # is decoded; under the causal mask position `step` gets the prefix's logits.
+            prefix = tokens  # (N, L + 1)
+        else:
+            prefix = ops.slice(tokens, [0, 0], [rows, step + 1])  # (N, step + 1)
+        logits = model.decode(prefix, encoded, source_mask)  # (N, step + 1 or L + 1, V)
         last = ops.take(logits, step, axis=1)  # (N, V)
         return ops.log_softmax(ops.cast(last, "float32"), axis=-1), caches
     last = ops.slice(tokens, [0, step], [rows, 1])  # (N, 1)

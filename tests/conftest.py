@@ -1,4 +1,5 @@
-"""Test set-up: TensorFlow by default; `KERAS_BACKEND=torch` runs the layer tests on torch."""
+"""Test set-up: TensorFlow by default; `KERAS_BACKEND=torch` or `jax` runs the backend-agnostic
+tests (see `tools/run_tests.sh`) on that backend."""
 
 import os
 

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The test command: the whole suite under TensorFlow, then the backend-agnostic tests (core,
-# layers, masks) under PyTorch. The TensorFlow suite runs in two processes (pytest-xdist), a
-# test file per process at a time, so that a file's module fixtures are built once.
+# layers, masks, the Transformer, a model.fit and the searches) under PyTorch and JAX. The
+# TensorFlow suite runs in two processes (pytest-xdist), a test file per process at a time, so
+# that a file's module fixtures are built once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KERAS_BACKEND=tensorflow python -m pytest -q -n 2 --dist loadfile tests "$@"
-KERAS_BACKEND=torch python -m pytest -q tests/core tests/layers tests/test_masks.py "$@"
+AGNOSTIC=(tests/core tests/layers tests/test_masks.py tests/models/test_transformer.py
+  tests/training/test_memorize.py tests/test_decoding.py)
+KERAS_BACKEND=torch python -m pytest -q "${AGNOSTIC[@]}" "$@"
+KERAS_BACKEND=jax python -m pytest -q "${AGNOSTIC[@]}" "$@"

@@ -95,15 +95,17 @@ class MultiWorkerFitMixin:
     ...     ...
     """
 
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+    # The other backends' trainers have their own signatures (JAX's `_make_function` takes
+    # `concatenate_outputs`), so everything but the multi-worker case passes straight through.
+    def _maybe_symbolic_build(self, *args, **kwargs):
         if not _needs_fix(self):
-            return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
-        return _build_from_local_batch(self, iterator, data_batch)
+            return super()._maybe_symbolic_build(*args, **kwargs)
+        return _build_from_local_batch(self, *args, **kwargs)
 
-    def _make_function(self, step_function):
+    def _make_function(self, step_function, *args, **kwargs):
         if _needs_fix(self):
             step_function = _vector_scalars(step_function)
-        return super()._make_function(step_function)
+        return super()._make_function(step_function, *args, **kwargs)
 
 
 def enable_multi_worker_fit(model: keras.Model) -> keras.Model:
