@@ -8,5 +8,5 @@ cd "$(dirname "$0")/.."
 KERAS_BACKEND=tensorflow python -m pytest -q -n 2 --dist loadfile tests "$@"
 AGNOSTIC=(tests/core tests/layers tests/test_masks.py tests/models/test_transformer.py
   tests/training/test_memorize.py tests/test_decoding.py)
-KERAS_BACKEND=torch python -m pytest -q "${AGNOSTIC[@]}" "$@"
-KERAS_BACKEND=jax python -m pytest -q "${AGNOSTIC[@]}" "$@"
+KERAS_BACKEND=torch python -m pytest -q -n 2 "${AGNOSTIC[@]}" "$@"
+KERAS_BACKEND=jax python -m pytest -q -n 2 "${AGNOSTIC[@]}" "$@"

@@ -276,7 +276,10 @@ class MultiHeadAttention(keras.layers.Layer):
         # Backends' fused kernels may compute Q K^T in float16, where it overflows (TensorFlow
         # does); `scaled_dot_product_attention` computes the logits in float32.
         float16 = self.compute_dtype == "float16"
-        if return_attention_scores or dropout_active or float16:
+        # JAX's fused kernel gets the output's shape wrong when the key and value depths
+        # differ (measured: (B, Tq, N, 1, Hk) for (B, Tq, N, Hv)).
+        depths_differ = self.head_key_dim != self.head_value_dim
+        if return_attention_scores or dropout_active or float16 or depths_differ:
             attended, scores = scaled_dot_product_attention(
                 ops.swapaxes(query_heads, 1, 2),  # (B, N, Tq, Hk)
                 ops.swapaxes(key_heads, 1, 2),  # (B, N, Tk, Hk)
