@@ -106,5 +106,11 @@ def test_decode_benchmark_smoke(tmp_path):
     assert export["ratio_exported_over_library"] == pytest.approx(
         export["exported"] / export["in_library"]
     )
+    int8 = result["int8"]
+    # int8 kernels: the weights file shrinks (embeddings and norms stay float32).
+    assert 0 < int8["int8_bytes"] < int8["float32_bytes"]
+    for name in ("greedy", "beam4"):
+        assert int8[name]["speedup"] == pytest.approx(int8[name]["int8"] / int8[name]["float32"])
+        assert 0.0 <= int8[name]["same_output"] <= 1.0
     table = decode_throughput.format_decode_table(result)
-    assert "cache speed-up" in table and "exported SavedModel" in table
+    assert "cache speed-up" in table and "exported SavedModel" in table and "int8" in table

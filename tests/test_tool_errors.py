@@ -25,8 +25,9 @@ from keras_attention.cli import (
 )
 from keras_attention.evaluation import load_translate_function
 from keras_attention.run_files import build_run_model
+from tests.run_helpers import NATIVE_LOG_LINE
 from tests.test_run_files import TinyRun, make_tiny_run
-from tests.test_tools import NATIVE_LOG_LINE, ROOT, TENSORFLOW_ENV
+from tests.test_tools import ROOT, TENSORFLOW_ENV
 
 
 @pytest.fixture(scope="module")

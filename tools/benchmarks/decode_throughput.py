@@ -8,7 +8,10 @@ Measured in one process on the same sentences (Multi30k test2016, English):
 - the time of one decoding step at several positions (10, 30, 60 by default): with the cache
   a step costs the same wherever it is; without, it grows with the position;
 - sentences per second of the exported SavedModel's signature (strings in, strings out)
-  against the same `Translator` called in the library.
+  against the same `Translator` called in the library;
+- the int8 model (`model.quantize("int8")` on a copy): its weights file's size against
+  float32's, its cached greedy and beam speed against float32's, and the share of sentences
+  it decodes to the same tokens.
 
 The model has random weights (speed does not depend on them). A random model never chooses
 EOS, so every sentence decodes exactly `source length + extra_length` steps; the default
@@ -17,6 +20,7 @@ translations. Both sides of every ratio decode the same number of steps.
 """
 
 import dataclasses
+import os
 import tempfile
 from collections.abc import Sequence
 
@@ -163,6 +167,49 @@ def time_steps(model, config: DecodeBenchmarkConfig) -> list[dict]:
     return results
 
 
+def quantized_copy(model: Transformer) -> Transformer:
+    """A copy of `model` with the same weights, quantized to int8."""
+    copy = Transformer.from_config(model.get_config())
+    copy.build()
+    copy.set_weights(model.get_weights())
+    copy.quantize("int8")
+    return copy
+
+
+def weights_bytes(model: keras.Model) -> int:
+    """The size of `model.save_weights`'s file."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = f"{folder}/model.weights.h5"
+        model.save_weights(path)
+        return os.path.getsize(path)
+
+
+def time_int8(model: Transformer, batches: Sequence[tf.Tensor], config) -> dict:
+    """Size, cached search speed and output agreement of the int8 copy against `model`."""
+    quantized = quantized_copy(model)
+    sentences = sum(int(batch.shape[0]) for batch in batches)
+    result = {"float32_bytes": weights_bytes(model), "int8_bytes": weights_bytes(quantized)}
+    result["size_ratio"] = result["int8_bytes"] / result["float32_bytes"]
+    for beam in (1, config.beam_size):
+        functions = {
+            name: decoder_function(m, beam, config.alpha, config.extra_length, use_cache=True)
+            for name, m in (("float32", model), ("int8", quantized))
+        }
+        timing = {
+            name: sentences / time_batches(function, batches, config.rounds)["best"]
+            for name, function in functions.items()
+        }
+        same = 0
+        for batch in batches:
+            tokens = [function(batch)[0].numpy() for function in functions.values()]
+            width = min(t.shape[1] for t in tokens)
+            same += int(np.sum(np.all(tokens[0][:, :width] == tokens[1][:, :width], axis=1)))
+        timing["speedup"] = timing["int8"] / timing["float32"]
+        timing["same_output"] = same / sentences
+        result["greedy" if beam == 1 else f"beam{beam}"] = timing
+    return result
+
+
 def time_export(translator: Translator, sentences: Sequence[str], rounds: int) -> dict:
     """Sentences per second of the exported signature and of the in-library translator."""
     with tempfile.TemporaryDirectory() as folder:
@@ -211,6 +258,7 @@ def run_decode_benchmark(config: DecodeBenchmarkConfig) -> dict:
         "sentences_per_second": searches,
         "step_times": time_steps(model, config),
         "export": time_export(translator, sentences, config.rounds),
+        "int8": time_int8(model, batches, config),
         "mean_source_tokens": sum(int(np.sum(b.numpy() > 0)) for b in batches) / len(sentences),
     }
 
@@ -243,4 +291,18 @@ def format_decode_table(result: dict) -> str:
         f"sent/s, ratio {export['ratio_exported_over_library']:.2f} "
         f"(export took {export['export_seconds']:.1f} s)",
     ]
+    int8 = result["int8"]
+    lines += [
+        "",
+        f"int8 (model.quantize): weights file {int8['int8_bytes'] / 1e6:.1f} MB against "
+        f"float32's {int8['float32_bytes'] / 1e6:.1f} MB ({int8['size_ratio']:.2f}x)",
+        f"{'search':<10}{'float32 sent/s':>16}{'int8 sent/s':>13}{'int8 speed':>12}"
+        f"{'same output':>13}",
+    ]
+    for name in result["sentences_per_second"]:
+        t = int8[name]
+        lines.append(
+            f"{name:<10}{t['float32']:>16.1f}{t['int8']:>13.1f}{t['speedup']:>11.2f}x"
+            f"{t['same_output']:>12.0%}"
+        )
     return "\n".join(lines)
