@@ -3,6 +3,7 @@
 from collections.abc import Callable
 
 import keras
+from keras import ops
 
 
 class ResidualConnection:
@@ -53,7 +54,7 @@ class ResidualConnection:
         extras = ()
         if isinstance(result, tuple):
             result, *extras = result
-        out = x + self.dropout(result, training=training)
+        out = ops.add(x, self.dropout(result, training=training))
         if not self.norm_first:
             out = self.norm(out)
         return (out, *extras) if extras else out
