@@ -8,14 +8,14 @@ import keras
 import numpy as np
 import pytest
 
-import keras_attention.checkpoint_selection as selection_module
-from keras_attention.checkpoint_selection import (
+import keras_attention.runs.selection as selection_module
+from keras_attention.data.tokenizer import SubwordTokenizer
+from keras_attention.runs.learning_curve import plot_learning_curve, read_log
+from keras_attention.runs.selection import (
     candidate_checkpoints,
     epoch_checkpoints,
     select_weights,
 )
-from keras_attention.data.tokenizer import SubwordTokenizer
-from keras_attention.learning_curve import plot_learning_curve, read_log
 from tests.scripts.tiny_transformer import tiny_transformer
 
 SENTENCES = ["a man rides a bike", "two dogs play", "ein mann fährt rad", "zwei hunde spielen"]

@@ -23,8 +23,8 @@ import pytest
 from keras_attention.data.generated_corpus import generate_pairs
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.models import Transformer
-from keras_attention.run_config import TrainConfig
-from keras_attention.run_files import (
+from keras_attention.runs.config import TrainConfig
+from keras_attention.runs.files import (
     DEFAULT_ALPHA,
     DEFAULT_BEAM_SIZE,
     build_run_model,
@@ -33,8 +33,8 @@ from keras_attention.run_files import (
     resolve_checkpoint,
     run_beam_search,
 )
+from keras_attention.runs.train import load_run
 from keras_attention.training.recipe import compile_with_paper_recipe
-from keras_attention.translation_run import load_run
 
 ROOT = Path(__file__).resolve().parents[1]
 OVERRIDES = dict(

@@ -23,8 +23,8 @@ from keras_attention.cli import (
     non_negative_float,
     read_input_lines,
 )
-from keras_attention.evaluation import load_translate_function
-from keras_attention.run_files import build_run_model
+from keras_attention.runs.files import build_run_model
+from keras_attention.runs.translate_function import load_translate_function
 from tests.run_helpers import NATIVE_LOG_LINE
 from tests.test_run_files import TinyRun, make_tiny_run
 from tests.test_tools import ROOT, TENSORFLOW_ENV

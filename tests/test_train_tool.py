@@ -13,7 +13,7 @@ import keras
 import pytest
 
 import keras_attention  # noqa: F401 (registers the classes that load_model reads)
-from keras_attention.run_config import TrainConfig
+from keras_attention.runs.config import TrainConfig
 from tests.run_helpers import NATIVE_LOG_LINE, kill_when, logged_epochs, read_metadata
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -45,7 +45,7 @@ def checkpoint_paths(args: argparse.Namespace) -> list[Path]:
         FileNotFoundError: naming a missing checkpoint or checkpoint folder.
         ValueError: if the folder holds fewer than N checkpoints.
     """
-    from keras_attention.run_files import CHECKPOINT_DIR, epoch_checkpoint
+    from keras_attention.runs.files import CHECKPOINT_DIR, epoch_checkpoint
     from keras_attention.training.checkpoints import last_checkpoints
 
     if args.epochs is None:
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     with user_errors():
         check_output(output)
     # Imported once the arguments are checked, so that their errors come first.
-    from keras_attention.run_files import build_run_model
+    from keras_attention.runs.files import build_run_model
     from keras_attention.training.checkpoints import average_checkpoints
 
     # A missing, corrupt or foreign checkpoint, too few of them, a corrupt config.json.

@@ -32,7 +32,7 @@ def run_settings(run_dir: str | None) -> dict:
     Raises:
         ValueError: naming config.json if it is corrupt.
     """
-    from keras_attention.run_files import read_run_config
+    from keras_attention.runs.files import read_run_config
 
     if run_dir is None or not (Path(run_dir) / "config.json").is_file():
         return {}
@@ -51,8 +51,8 @@ def load_scored_model(args: argparse.Namespace):
         FileNotFoundError: naming a missing file.
         ValueError: naming a corrupt file or a checkpoint of another architecture.
     """
-    from keras_attention.evaluation import load_translate_function
-    from keras_attention.run_files import is_weights_file, locate_run_model
+    from keras_attention.runs.files import is_weights_file, locate_run_model
+    from keras_attention.runs.translate_function import load_translate_function
 
     if args.saved_model is not None:
         return load_translate_function(saved_model=args.saved_model), args.saved_model

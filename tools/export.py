@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     # Imported once the arguments are checked, so that their errors come first.
     from keras_attention.export import Translator, export_translator
-    from keras_attention.run_files import run_beam_search
-    from keras_attention.translation_run import load_run
+    from keras_attention.runs.files import run_beam_search
+    from keras_attention.runs.train import load_run
 
     with user_errors():  # a missing or corrupt config.json, model or tokenizer
         beam_size, alpha = run_beam_search(args.run_dir)

@@ -37,13 +37,10 @@ from keras_attention.cli import (
 )
 from keras_attention.data.datasets import DATASETS
 from keras_attention.models.presets import PRESETS
-from keras_attention.run_config import TrainConfig
-from keras_attention.translation_run import (
-    TrainResult,
-    export_and_evaluate,
-    prepare_run,
-    train_prepared,
-)
+from keras_attention.runs.config import TrainConfig
+from keras_attention.runs.prepare import prepare_run
+from keras_attention.runs.serving_check import export_and_evaluate
+from keras_attention.runs.train import TrainResult, train_prepared
 
 DEFAULTS = TrainConfig()
 # The option of each `TrainConfig` field whose name differs from `--<field-name>`.

@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     with user_errors():
         lines = read_input_lines(args.files or ["-"])
     # Imported once the input is read, so that its errors come before the model loads.
-    from keras_attention.evaluation import load_translate_function, translate_all
+    from keras_attention.evaluation import translate_all
+    from keras_attention.runs.translate_function import load_translate_function
 
     with user_errors():  # a missing or corrupt model, tokenizer or config.json
         translate = load_translate_function(

@@ -1,8 +1,8 @@
 """The settings of a training run (`TrainConfig`) and each corpus's defaults.
 
 `config.json` in a run folder is a `TrainConfig` as a dict; `tools/train.py` builds one from
-its command line, `keras_attention.run_folder` compares it with a folder's, and
-`keras_attention.translation_run` trains it.
+its command line, `keras_attention.runs.folder` compares it with a folder's, and
+`keras_attention.runs.train` trains it.
 """
 
 import dataclasses

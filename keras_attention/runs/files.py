@@ -10,7 +10,7 @@ Every file is read with errors that name it: a missing one raises `FileNotFoundE
 corrupt one (truncated, not JSON, not a Keras or HDF5 file) a `ValueError` that calls it
 corrupt.
 
-This module imports neither `translation_run` nor `evaluation` (both use it).
+This module imports neither `runs.train` nor `evaluation`.
 """
 
 import contextlib

@@ -10,8 +10,9 @@ import json
 import shutil
 from pathlib import Path
 
+from keras_attention.runs.config import TrainConfig
+
 from keras_attention.core.atomic_files import temporary_files
-from keras_attention.run_config import TrainConfig
 
 # The files and folders of a run (`inspect_run_folder`); `--overwrite` removes them.
 RUN_FILES = (
@@ -45,16 +46,32 @@ NOT_COMPARED = ("output_dir",)
 
 def config_differences(saved: dict, config: "TrainConfig") -> list[str]:
     """The settings in which `config` differs from a run's saved `config.json`, one
-    `"name: saved -> new"` each (sorted; `output_dir` is not compared)."""
+    `"name: saved -> new"` each (sorted; `output_dir` is not compared).
+
+    A setting that a newer version of the library added is absent from the `config.json` of
+    an older run; that run trained with the setting's default for its dataset, so the
+    default is what is compared (an older run resumes unless the new setting is changed).
+    """
     current = json.loads(json.dumps(dataclasses.asdict(config)))
     missing = object()
+    defaults = _defaults_of(saved.get("dataset"))
     differences = []
     for name in sorted((set(saved) | set(current)) - set(NOT_COMPARED)):
-        old, new = saved.get(name, missing), current.get(name, missing)
+        old, new = saved.get(name, defaults.get(name, missing)), current.get(name, missing)
         if old != new:
             shown = ["(absent)" if v is missing else json.dumps(v) for v in (old, new)]
             differences.append(f"{name}: {shown[0]} -> {shown[1]}")
     return differences
+
+
+def _defaults_of(dataset: object) -> dict:
+    """Every setting's default for `dataset`, as `config.json` holds it (`{}` for a dataset
+    this library does not know)."""
+    try:
+        resolved = TrainConfig(dataset=dataset).resolved()
+    except (TypeError, ValueError):
+        return {}
+    return json.loads(json.dumps(dataclasses.asdict(resolved)))
 
 
 def inspect_run_folder(output_dir: Path, config: "TrainConfig", overwrite: bool) -> bool:

@@ -1,0 +1,48 @@
+"""`config_differences`: which settings of a new run differ from a run folder's `config.json`."""
+
+import dataclasses
+import json
+
+from keras_attention.runs.config import TrainConfig
+from keras_attention.runs.folder import config_differences
+
+
+def saved_config(config: TrainConfig, *without: str) -> dict:
+    """`config` as `config.json` holds it, less the settings named in `without` (as the
+    `config.json` of a run written before those settings existed)."""
+    saved = json.loads(json.dumps(dataclasses.asdict(config)))
+    for name in without:
+        del saved[name]
+    return saved
+
+
+def test_the_same_settings_do_not_differ():
+    config = TrainConfig(dataset="multi30k", epochs=7).resolved()
+    assert config_differences(saved_config(config), config) == []
+
+
+def test_a_changed_setting_is_named_with_both_values():
+    config = TrainConfig(dataset="multi30k", epochs=7).resolved()
+    other = dataclasses.replace(config, epochs=9, seed=3)
+    assert config_differences(saved_config(config), other) == ["epochs: 7 -> 9", "seed: 0 -> 3"]
+
+
+def test_a_setting_newer_than_the_run_compares_as_its_dataset_default():
+    # A run saved before `cooldown_epochs` existed trained without a cool-down (default 0).
+    config = TrainConfig(dataset="multi30k", epochs=7).resolved()
+    old_run = saved_config(config, "cooldown_epochs", "backup_every_steps")
+    assert config.cooldown_epochs == 0
+    assert config_differences(old_run, config) == []
+    changed = dataclasses.replace(config, cooldown_epochs=2)
+    assert config_differences(old_run, changed) == ["cooldown_epochs: 0 -> 2"]
+
+
+def test_a_setting_this_library_does_not_know_is_shown_absent():
+    config = TrainConfig(dataset="generated").resolved()
+    saved = {**saved_config(config), "future_setting": 4}
+    assert config_differences(saved, config) == ["future_setting: 4 -> (absent)"]
+    unknown_dataset = {**saved_config(config, "epochs"), "dataset": "wmt99"}
+    assert config_differences(unknown_dataset, config) == [
+        'dataset: "wmt99" -> "generated"',
+        "epochs: (absent) -> 5",
+    ]
