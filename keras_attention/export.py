@@ -3,10 +3,14 @@
 The `serving_default` signature takes `sentences` (a vector, rank 1, of `tf.string`; any other
 rank is refused with an error giving it) and returns `translations` (`tf.string`, one per
 sentence) and `scores` (`float32`, the length-penalised beam score; the sum of log-probabilities
-for greedy search, `beam_size=1`). The
-subword tokenizer (tensorflow-text), beam search and detokenizer are all in the graph; only
-TensorFlow and tensorflow-text ops are used, so TF Serving (which links both) runs it with
-no Python.
+for greedy search, `beam_size=1`). The `greedy` signature, beside it, takes and returns the
+same with greedy search, for callers who want latency over quality. The subword tokenizer
+(tensorflow-text), the search and the detokenizer are all in the graph; only TensorFlow and
+tensorflow-text ops are used, so TF Serving (which links both) runs it with no Python. A
+request of any size is decoded `chunk_size` length-sorted sentences at a time
+(`keras_attention.chunks`), so memory depends on the chunk, not the request. The export
+carries TF Serving's warm-up requests (`assets.extra/tf_serving_warmup_requests`,
+`keras_attention.warmup_requests`).
 """
 
 import contextlib
@@ -16,17 +20,28 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import keras
 import tensorflow as tf
 
+from keras_attention.chunks import map_length_sorted_chunks
 from keras_attention.core.checks import check_int_at_least
 from keras_attention.core.special_tokens import EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.decoding import DEFAULT_EXTRA_LENGTH, beam_search, greedy_search
+from keras_attention.warmup_requests import (
+    DEFAULT_WARMUP_SENTENCES,
+    check_warmup_sentences,
+    write_warmup_requests,
+)
 
 SIGNATURE_KEY = "serving_default"
+GREEDY_SIGNATURE_KEY = "greedy"
+# Sentences decoded at once by default: requests of 64 were about twice as fast per sentence
+# as one request of 2,000, whose memory grew by 5-9 GB (issue 13).
+DEFAULT_CHUNK_SIZE = 64
 SENTENCES_SPEC = tf.TensorSpec([None], tf.string, name="sentences")
 SENTENCES_RANK_ERROR = "sentences must be a vector (rank 1) of strings; got rank"
 # A staging folder of `export_translator`: `tempfile.mkdtemp(prefix=f".{version}-")`, which
@@ -89,10 +104,13 @@ class Translator(tf.Module):
         alpha: length-penalty exponent.
         max_source_length: the longest source kept, in tokens (EOS included).
         extra_length: outputs may be `extra_length` tokens longer than their source.
+        chunk_size: the most sentences decoded at once: a batch is sorted by length and
+            decoded in chunks of this many (results in the batch's order, the same as
+            unchunked); `None` decodes a batch at once.
 
     Raises:
-        ValueError: naming the argument, if `beam_size` < 1, `max_source_length` < 2 or
-            `extra_length` < 0, or one of them is not an integer.
+        ValueError: naming the argument, if `beam_size` < 1, `max_source_length` < 2,
+            `extra_length` < 0 or `chunk_size` < 1, or one of them is not an integer.
 
     Example:
 
@@ -108,17 +126,21 @@ class Translator(tf.Module):
         alpha: float = 0.6,
         max_source_length: int = 128,
         extra_length: int = DEFAULT_EXTRA_LENGTH,
+        chunk_size: int | None = DEFAULT_CHUNK_SIZE,
     ):
         super().__init__(name="translator")
         check_int_at_least("beam_size", beam_size, 1)
         check_int_at_least("max_source_length", max_source_length, 2)
         check_int_at_least("extra_length", extra_length, 0)
+        if chunk_size is not None:
+            check_int_at_least("chunk_size", chunk_size, 1)
         self.model = model
         self.tokenizer = tokenizer
         self.beam_size = beam_size
         self.alpha = alpha
         self.max_source_length = max_source_length
         self.extra_length = extra_length
+        self.chunk_size = chunk_size
 
     def encode(self, sentences):
         """Sentences -> `(batch, S)` int32 source ids ending with EOS, padded with 0."""
@@ -131,13 +153,13 @@ class Translator(tf.Module):
         ids = tf.concat([tf.cast(pieces, tf.int32), eos], axis=1)
         return ids.to_tensor(PAD_ID), pieces.row_lengths()
 
-    def _search(self, source_ids):
-        if self.beam_size == 1:
+    def _search(self, source_ids, beam_size: int):
+        if beam_size == 1:
             return greedy_search(self.model, source_ids, extra_length=self.extra_length)
         return beam_search(
             self.model,
             source_ids,
-            beam_size=self.beam_size,
+            beam_size=beam_size,
             alpha=self.alpha,
             extra_length=self.extra_length,
         )
@@ -163,11 +185,23 @@ class Translator(tf.Module):
 
     def translate_graph(self, sentences):
         """The body of `translate`, to be traced by `tf.function` or `ExportArchive`."""
+        return self._translate_graph(sentences, self.beam_size)
+
+    def greedy_graph(self, sentences):
+        """`translate_graph` with greedy search: the export's `greedy` signature."""
+        return self._translate_graph(sentences, 1)
+
+    def _translate_graph(self, sentences, beam_size: int):
         source_ids, lengths = self.encode(check_sentences(sentences))
 
-        def search():
-            tokens, scores = self._search(source_ids)
+        def translate_chunk(chunk_ids):
+            tokens, scores = self._search(chunk_ids, beam_size)
             return self.tokenizer.detokenize(tokens), tf.cast(scores, tf.float32)
+
+        def search():
+            if self.chunk_size is None:
+                return translate_chunk(source_ids)
+            return map_length_sorted_chunks(translate_chunk, source_ids, lengths, self.chunk_size)
 
         def nothing():
             return tf.zeros([0], tf.string), tf.zeros([0], tf.float32)
@@ -291,8 +325,13 @@ def export_translator(
     export_dir: str | os.PathLike,
     version: int | None = None,
     overwrite: bool = False,
+    warmup_sentences: Sequence[str] | None = None,
 ) -> Path:
     """Writes the translator as a SavedModel in `export_dir/<version>/`, atomically.
+
+    The SavedModel has two signatures, `serving_default` (the translator's search) and
+    `greedy`, and TF Serving's warm-up requests (`keras_attention.warmup_requests`): each
+    signature on the first warm-up sentence alone, then on all of them.
 
     Written with `keras.export.ExportArchive`, which tracks the model's variables so that
     loaders restoring them by name (TF Serving, `saved_model_cli run`) find every one (a plain
@@ -311,9 +350,12 @@ def export_translator(
         export_dir: the model's folder, as TF Serving's `--model_base_path`.
         version: the version number; default one more than the highest present (or 1).
         overwrite: replace an existing version (otherwise `FileExistsError`).
+        warmup_sentences: the sentences of the warm-up requests, a few real inputs (the run's
+            validation sentences, say); default `DEFAULT_WARMUP_SENTENCES`.
 
     Raises:
-        ValueError: if `version` is not a non-negative integer (nothing is written).
+        ValueError: if `version` is not a non-negative integer, or `warmup_sentences` is
+            empty or holds a blank sentence (nothing is written).
         FileExistsError: if the version exists and `overwrite` is false.
 
     Returns:
@@ -321,6 +363,10 @@ def export_translator(
     """
     if version is not None:
         check_int_at_least("version", version, 0)
+    if warmup_sentences is None:
+        warmup_sentences = DEFAULT_WARMUP_SENTENCES
+    check_warmup_sentences(warmup_sentences)
+    warmup_sentences = list(warmup_sentences)
     export_dir = Path(export_dir)
     export_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(export_dir)
@@ -338,7 +384,13 @@ def export_translator(
         archive.add_endpoint(
             SIGNATURE_KEY, translator.translate_graph, input_signature=[SENTENCES_SPEC]
         )
+        archive.add_endpoint(
+            GREEDY_SIGNATURE_KEY, translator.greedy_graph, input_signature=[SENTENCES_SPEC]
+        )
         archive.write_out(str(staging / "model"), verbose=False)
+        write_warmup_requests(
+            staging / "model", [SIGNATURE_KEY, GREEDY_SIGNATURE_KEY], warmup_sentences
+        )
         _move_into_place(staging, target, overwrite)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -347,12 +399,13 @@ def export_translator(
     return target
 
 
-def load_exported(path: str | os.PathLike):
-    """The `serving_default` signature of an exported translator, loaded as TF Serving would.
+def load_exported(path: str | os.PathLike, signature: str = SIGNATURE_KEY):
+    """A signature of an exported translator (`serving_default` or `greedy`), loaded as TF
+    Serving would.
 
     Only TensorFlow and tensorflow-text are needed (importing tensorflow-text registers its
     ops); call the result with `sentences=tf.constant([...])`.
     """
     import tensorflow_text  # noqa: F401 (registers the SentencePiece ops)
 
-    return tf.saved_model.load(str(path)).signatures[SIGNATURE_KEY]
+    return tf.saved_model.load(str(path)).signatures[signature]

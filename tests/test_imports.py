@@ -101,6 +101,8 @@ LEVELS = {
     "keras_attention.training": 3,
     "keras_attention.models": 4,
     "keras_attention.decoding": 5,
+    "keras_attention.chunks": 5,  # length-sorted chunks of a batch, in the graph
+    "keras_attention.warmup_requests": 5,  # TF Serving's warm-up file
     "keras_attention.export": 6,
     "keras_attention.evaluation": 6,
     "keras_attention.runs": 7,  # a training run, one job per module (see its docstring)

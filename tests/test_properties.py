@@ -23,7 +23,7 @@ from keras_attention.data.text_files import read_lines, read_parallel
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.export import Translator, export_translator, load_exported
 from keras_attention.models import Transformer
-from tests.test_export import TINY_MODEL
+from tests.export.conftest import TINY_MODEL
 
 VOCABULARY_SIZE = 200
 FAST = settings(max_examples=50, deadline=None, derandomize=True, database=None)

@@ -97,6 +97,19 @@ def test_an_unwritable_output_is_named_before_any_work(
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize("content", [None, "", " \n\n"], ids=["missing", "empty", "blank"])
+def test_a_bad_warmup_file_is_named_before_any_work(
+    run: TinyRun, tmp_path: Path, content: str | None
+):
+    warmup = tmp_path / "warmup.txt"
+    if content is not None:
+        warmup.write_text(content)
+    error = user_error("export", run.path, "--export-dir", tmp_path / "export",
+                       "--warmup-file", warmup)  # fmt: skip
+    assert str(warmup) in error
+    assert not (tmp_path / "export").exists()
+
+
 # Input text that is not UTF-8: the file (or <stdin>) and the line.
 
 

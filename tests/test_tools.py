@@ -150,6 +150,32 @@ def test_export_takes_the_next_version_and_keeps_existing_ones(run_dir: Path, sa
     assert sorted(p.name for p in (run_dir / "export").iterdir()) == ["1", "2"]
 
 
+def test_export_writes_the_warmup_file_and_decodes_in_chunks(
+    run_dir: Path, saved_model: Path, tmp_path: Path
+):
+    import tensorflow as tf
+
+    from keras_attention.export import load_exported
+    from keras_attention.warmup_requests import read_warmup_requests
+
+    (tmp_path / "warmup.txt").write_text("\n".join(["", *SENTENCES[:3], "  "]) + "\n")
+    stdout = run_ok(
+        "export", run_dir, "--beam-size", "2", "--version", "7", "--chunk-size", "1",
+        "--warmup-file", tmp_path / "warmup.txt",
+    )  # fmt: skip
+    path = run_dir / "export" / "7"
+    assert stdout == f"exported {path}\n"
+    requests = read_warmup_requests(path)
+    batches = [[s.decode() for s in tf.make_ndarray(r.inputs["sentences"])] for r in requests]
+    kept = [sentence for sentence in SENTENCES[:3] if sentence.strip()]  # blank lines skipped
+    assert batches == [kept[:1], kept] * 2
+    # One sentence at a time or 64: the same translations.
+    chunked = load_exported(path)(sentences=tf.constant(SENTENCES))
+    whole = load_exported(saved_model)(sentences=tf.constant(SENTENCES))
+    assert chunked["translations"].numpy().tolist() == whole["translations"].numpy().tolist()
+    shutil.rmtree(path)
+
+
 def test_translate_from_a_run_and_from_its_saved_model_agree(
     run_dir: Path, saved_model: Path, tmp_path: Path
 ):

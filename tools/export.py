@@ -2,10 +2,13 @@
 
     python tools/export.py runs/translator --export-dir runs/translator/export
 
-Writes EXPORT_DIR/<version>/ (next free version unless --version), atomically. The beam width
-and length penalty default to the run's (config.json; 4 and 0.6 for older runs). The export
-folder is checked before any work; errors are one line, `error: ...`, naming the argument or
-file (a missing or corrupt model, tokenizer or config.json), with exit status 2.
+Writes EXPORT_DIR/<version>/ (next free version unless --version), atomically, with the
+`serving_default` and `greedy` signatures and TF Serving's warm-up requests (the first lines
+of --warmup-file, else a few built-in English sentences). The beam width and length penalty
+default to the run's (config.json; 4 and 0.6 for older runs). A request is decoded
+--chunk-size sentences at a time (0: all at once). The export folder and the warm-up file are
+checked before any work; errors are one line, `error: ...`, naming the argument or file (a
+missing or corrupt model, tokenizer or config.json), with exit status 2.
 """
 
 import argparse
@@ -14,6 +17,8 @@ import sys
 
 # TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
 os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
+# Warm-up requests: the first sentence alone, then this many together (per signature).
+WARMUP_LINES = 8
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -21,11 +26,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     that cannot be written exit with one line, `error: ...`, before any work."""
     from keras_attention.cli import (
         ArgumentParser,
+        UserError,
         check_output_dir,
         int_at_least,
         non_negative_float,
+        read_input_lines,
         user_errors,
     )
+    from keras_attention.export import DEFAULT_CHUNK_SIZE
 
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_dir", help="a folder written by tools/train.py")
@@ -40,6 +48,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--alpha", type=non_negative_float, default=None, help="default: the run's, else 0.6"
     )
     parser.add_argument("--max-source-length", type=int_at_least(2), default=128)
+    parser.add_argument(
+        "--chunk-size",
+        type=int_at_least(0),
+        default=DEFAULT_CHUNK_SIZE,
+        help=f"sentences decoded at once; 0: a whole request (default {DEFAULT_CHUNK_SIZE})",
+    )
+    parser.add_argument(
+        "--warmup-file",
+        default=None,
+        help=f"text file whose first {WARMUP_LINES} non-blank lines make the warm-up requests",
+    )
     args = parser.parse_args(argv)
     args.export_dir = args.export_dir or os.path.join(args.run_dir, "export")
     target = os.path.join(args.export_dir, str(args.version))
@@ -47,6 +66,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"{target} exists; pass --overwrite or another --version")
     with user_errors():
         check_output_dir(args.export_dir, "--export-dir")
+        args.warmup_sentences = None
+        if args.warmup_file is not None:
+            lines = [line for line in read_input_lines([args.warmup_file]) if line.strip()]
+            if not lines:
+                raise UserError(f"--warmup-file {args.warmup_file} has no non-blank line")
+            args.warmup_sentences = lines[:WARMUP_LINES]
     return args
 
 
@@ -68,10 +93,15 @@ def main(argv: list[str] | None = None) -> None:
         beam_size if args.beam_size is None else args.beam_size,
         alpha if args.alpha is None else args.alpha,
         max_source_length=args.max_source_length,
+        chunk_size=args.chunk_size or None,
     )
     with user_errors(OSError):  # e.g. the version appeared meanwhile, or a full disk
         path = export_translator(
-            translator, args.export_dir, args.version, overwrite=args.overwrite
+            translator,
+            args.export_dir,
+            args.version,
+            overwrite=args.overwrite,
+            warmup_sentences=args.warmup_sentences,
         )
     print(f"exported {path}")
 

@@ -42,13 +42,14 @@ from keras_attention.export import (
 )
 from keras_attention.models import Transformer
 from tests.conftest import to_numpy
+from tests.export.conftest import ALPHA, BEAM_SIZE, EXTRA, MAX_SOURCE
 from tests.scripts.serve_check import saved_model_ops
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="the export is a TensorFlow SavedModel"
 )
 
-SCRIPT = Path(__file__).parent / "scripts" / "serve_check.py"
+SCRIPT = Path(__file__).parents[1] / "scripts" / "serve_check.py"
 SAVED_MODEL_CLI = str(Path(sys.executable).parent / "saved_model_cli")
 # `saved_model_cli` started from Python after importing tensorflow_text, which registers the
 # SentencePiece ops (TF Serving links them); the plain console script does not know them.
@@ -58,15 +59,6 @@ CLI_WITH_TF_TEXT = [
     "import sys, tensorflow_text; from tensorflow.python.tools import saved_model_cli; "
     "sys.argv[0] = 'saved_model_cli'; saved_model_cli.main()",
 ]
-VOCABULARY_SIZE, BEAM_SIZE, ALPHA, MAX_SOURCE, EXTRA = 120, 2, 0.6, 16, 5
-TINY_MODEL = {
-    "num_encoder_layers": 1,
-    "num_decoder_layers": 1,
-    "d_model": 16,
-    "num_heads": 2,
-    "intermediate_dim": 32,
-    "dropout": 0.0,
-}
 TF_TEXT_OPS = {"SentencepieceOp", "SentencepieceTokenizeOp", "SentencepieceDetokenizeOp"}
 PYTHON_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
 # 10,000 characters of words the tokenizer knows; the translator keeps MAX_SOURCE - 1 pieces.
@@ -198,31 +190,6 @@ def _reference(
     return {"translations": texts, "scores": np.array(scores)}
 
 
-@pytest.fixture(scope="module")
-def corpus() -> dict:
-    return generated_splits(num_train=1000, num_val=10, num_test=10)
-
-
-@pytest.fixture(scope="module")
-def tokenizer(corpus: dict) -> SubwordTokenizer:
-    texts = [text for pair in corpus["train"] for text in pair]
-    return SubwordTokenizer.train(texts, vocabulary_size=VOCABULARY_SIZE)
-
-
-@pytest.fixture(scope="module")
-def processor(tokenizer: SubwordTokenizer) -> sentencepiece.SentencePieceProcessor:
-    """The same SentencePiece model in the Python library (independent of the TF graph)."""
-    return sentencepiece.SentencePieceProcessor(model_proto=tokenizer.model_proto)
-
-
-@pytest.fixture(scope="module")
-def model(tokenizer: SubwordTokenizer) -> Transformer:
-    keras.utils.set_random_seed(7)
-    model = Transformer(tokenizer.vocabulary_size, **TINY_MODEL)
-    model.build()
-    return model
-
-
 def _translator(model: Transformer, tokenizer: SubwordTokenizer, beam_size: int) -> Translator:
     return Translator(
         model,
@@ -308,16 +275,17 @@ def test_export_writes_version_1_and_nothing_else(export_root: Path, exported: P
 # saved_model_cli, as Serving reads the signature.
 
 
-def test_show_lists_only_the_serving_signature(cli_show: str):
+def test_show_lists_the_serving_and_greedy_signatures(cli_show: str):
     signatures = re.findall(r"signature_def\['(\w+)'\]", cli_show)
-    assert sorted(signatures) == ["__saved_model_init_op", SIGNATURE_KEY]
-    serving = cli_show.split(f"signature_def['{SIGNATURE_KEY}']")[1]
-    assert "Method name is: tensorflow/serving/predict" in serving
-    assert sorted(re.findall(r"(inputs|outputs)\['(\w+)'\]", serving)) == [
-        ("inputs", "sentences"),
-        ("outputs", "scores"),
-        ("outputs", "translations"),
-    ]
+    assert sorted(signatures) == ["__saved_model_init_op", "greedy", SIGNATURE_KEY]
+    for name in ("greedy", SIGNATURE_KEY):
+        serving = cli_show.split(f"signature_def['{name}']")[1].split("signature_def[")[0]
+        assert "Method name is: tensorflow/serving/predict" in serving
+        assert sorted(re.findall(r"(inputs|outputs)\['(\w+)'\]", serving)) == [
+            ("inputs", "sentences"),
+            ("outputs", "scores"),
+            ("outputs", "translations"),
+        ]
 
 
 @pytest.mark.parametrize(
@@ -329,10 +297,12 @@ def test_show_lists_only_the_serving_signature(cli_show: str):
     ],
 )
 def test_show_gives_each_tensor_a_batch_of_any_size(cli_show: str, kind: str, name: str, dtype):
-    serving = cli_show.split(f"signature_def['{SIGNATURE_KEY}']")[1]
-    found = re.search(rf"{kind}\['{name}'\] tensor_info:\s+dtype: (\w+)\s+shape: (\S+)", serving)
-    assert found is not None, serving
-    assert found.groups() == (dtype, "(-1)")
+    for signature in ("greedy", SIGNATURE_KEY):
+        serving = cli_show.split(f"signature_def['{signature}']")[1].split("signature_def[")[0]
+        pattern = rf"{kind}\['{name}'\] tensor_info:\s+dtype: (\w+)\s+shape: (\S+)"
+        found = re.search(pattern, serving)
+        assert found is not None, serving
+        assert found.groups() == (dtype, "(-1)")
 
 
 def test_cli_run_translates_like_the_library(
@@ -553,9 +523,8 @@ def test_rest_bodies_get_one_prediction_per_instance(
 
 
 def test_grpc_predict_request_and_response(served, sentences: list[str], library_output: dict):
-    predict_pb2 = pytest.importorskip(
-        "tensorflow_serving.apis.predict_pb2", reason="tensorflow-serving-api is not installed"
-    )
+    from tensorflow_serving.apis import predict_pb2  # an install requirement
+
     request = predict_pb2.PredictRequest()
     request.model_spec.name = "translator"
     request.model_spec.signature_name = SIGNATURE_KEY
