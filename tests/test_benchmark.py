@@ -8,7 +8,7 @@ from tests.shared_data import MULTI30K_DIR, needs_multi30k
 
 pytest.importorskip("keras_hub")
 
-from tools.benchmarks import decode_throughput, train_throughput
+from tools.benchmarks import decode_throughput, serve_throughput, train_throughput
 from tools.benchmarks.timing import TransformerDims, forward_flops
 
 
@@ -114,3 +114,31 @@ def test_decode_benchmark_smoke(tmp_path):
         assert 0.0 <= int8[name]["same_output"] <= 1.0
     table = decode_throughput.format_decode_table(result)
     assert "cache speed-up" in table and "exported SavedModel" in table and "int8" in table
+
+
+@needs_multi30k
+def test_serve_benchmark_smoke(tmp_path):
+    config = serve_throughput.quick_config(
+        data_dir=str(MULTI30K_DIR), cache_dir=str(tmp_path), requests=3
+    )
+    result = serve_throughput.run_serve_benchmark(config)
+    rows = result["rows"]
+    assert [(r["variant"], r["batch_size"], r["callers"]) for r in rows] == [
+        ("export", 1, 1), ("export", 4, 1), ("export", 4, 2), ("export", 40, 1),
+        ("export unchunked", 4, 1), ("export unchunked", 40, 1), ("greedy", 4, 1),
+        ("library", 4, 1),
+    ]  # fmt: skip
+    for row in rows:
+        assert row["sentences_per_s"] > 0 and row["p99_ms"] >= row["p50_ms"] > 0
+        assert row["loaded_mb"] > 100 and row["peak_above_start_mb"] >= 0
+        assert row["requests"] == -(-row["sentences"] // row["batch_size"])
+    assert [row["sentences"] for row in rows[:4]] == [3, 12, 24, 40]
+    ratios = result["ratios"]
+    assert ratios["chunked / unchunked speed at 40"] == pytest.approx(
+        rows[3]["sentences_per_s"] / rows[5]["sentences_per_s"]
+    )
+    assert ratios["export / library speed at 4"] == pytest.approx(
+        rows[1]["sentences_per_s"] / rows[7]["sentences_per_s"]
+    )
+    table = serve_throughput.format_serve_table(result)
+    assert table.count("sentences/s") == len(rows) and "export / library" in table

@@ -17,6 +17,15 @@ key/value cache and recomputing the decoder every step, the time of one step at 
 30 and 60, and the exported SavedModel against the in-library translator. See
 tools/benchmarks/decode_throughput.py.
 
+    python tools/benchmark.py serve --run-dir runs/multi30k   # a trained export
+    python tools/benchmark.py serve --quick
+
+`serve`: the exported SavedModel loaded as TF Serving loads it, each measurement in a fresh
+process: sentences/s, p50/p99 latency and peak memory at requests of 1, 8, 64 and 2,000
+sentences and with 8 concurrent callers; chunked against unchunked decoding, the `greedy`
+signature, and the export against the in-library translator. See
+tools/benchmarks/serve_throughput.py.
+
     python tools/benchmark.py faults             # 25 kill points, about 26 minutes on 2 cores
     python tools/benchmark.py faults --fast      # the CI's points
     python tools/benchmark.py faults --json faults.json --work-dir /tmp/faults
@@ -52,6 +61,12 @@ from benchmarks.fault_injection import (
     format_report,
     run_fault_injection,
 )
+from benchmarks.serve_throughput import (
+    ServeBenchmarkConfig,
+    format_serve_table,
+    run_serve_benchmark,
+)
+from benchmarks.serve_throughput import quick_config as quick_serve_config
 from benchmarks.train_throughput import (
     TrainBenchmarkConfig,
     format_table,
@@ -180,6 +195,36 @@ def run_decode(args: argparse.Namespace) -> dict:
     return result
 
 
+def add_serve_parser(subparsers) -> None:
+    """The `serve` subcommand's arguments (defaults: `ServeBenchmarkConfig`)."""
+    parser = subparsers.add_parser(
+        "serve", help="serving throughput, latency and memory of the SavedModel"
+    )
+    d = ServeBenchmarkConfig()
+    parser.add_argument("--run-dir", default=None, help="a finished run (default: random weights)")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default=None, help=d.preset)
+    parser.add_argument("--sentences", type=int, default=None, help=f"({d.sentences})")
+    parser.add_argument("--requests", type=int, default=None, help=f"per size ({d.requests})")
+    parser.add_argument("--chunk-size", type=int, default=None, help=f"({d.chunk_size})")
+    parser.add_argument("--extra-length", type=int, default=None, help=f"({d.extra_length})")
+    parser.add_argument("--data-dir", default=None, help="Multi30k folder")
+    parser.add_argument("--cache-dir", default=None, help="where the tokenizer is cached")
+    parser.add_argument("--quick", action="store_true", help="tiny everything, for a smoke run")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.set_defaults(run=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> dict:
+    """Runs the serving benchmark, prints its table; returns the results."""
+    names = [field.name for field in dataclasses.fields(ServeBenchmarkConfig)]
+    given = {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+    config = quick_serve_config(**given) if args.quick else ServeBenchmarkConfig(**given)
+    print("config:", json.dumps(dataclasses.asdict(config)), flush=True)
+    result = run_serve_benchmark(config)
+    print(format_serve_table(result))
+    return result
+
+
 def add_faults_parser(subparsers) -> None:
     """The `faults` subcommand's arguments (defaults: `FaultConfig`)."""
     parser = subparsers.add_parser(
@@ -219,6 +264,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_train_parser(subparsers)
     add_decode_parser(subparsers)
+    add_serve_parser(subparsers)
     add_faults_parser(subparsers)
     return parser.parse_args(argv)
 
