@@ -39,10 +39,12 @@ prints points tried / points survived. See tools/benchmarks/fault_injection.py.
 
 import argparse
 import dataclasses
+import functools
 import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 # TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
@@ -165,34 +167,50 @@ def run_train(args: argparse.Namespace) -> dict:
     return result
 
 
+def add_common_arguments(parser: argparse.ArgumentParser, defaults) -> None:
+    """The arguments that the `decode` and `serve` subcommands share."""
+    parser.add_argument("--preset", choices=sorted(PRESETS), default=None, help=defaults.preset)
+    parser.add_argument("--sentences", type=int, default=None, help=f"({defaults.sentences})")
+    parser.add_argument("--extra-length", type=int, default=None, help=f"({defaults.extra_length})")
+    parser.add_argument("--data-dir", default=None, help="Multi30k folder")
+    parser.add_argument("--cache-dir", default=None, help="where the tokenizer is cached")
+    parser.add_argument("--quick", action="store_true", help="tiny everything, for a smoke run")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+
+
+def run_benchmark(
+    args: argparse.Namespace, config_class, quick, run: Callable, table: Callable
+) -> dict:
+    """Makes the config (`quick(**given)` with `--quick`, else `config_class(**given)`, from
+    the arguments given), runs the benchmark, prints its table; returns the results."""
+    names = [field.name for field in dataclasses.fields(config_class)]
+    given = {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+    config = quick(**given) if args.quick else config_class(**given)
+    print("config:", json.dumps(dataclasses.asdict(config)), flush=True)
+    result = run(config)
+    print(table(result))
+    return result
+
+
 def add_decode_parser(subparsers) -> None:
     """The `decode` subcommand's arguments (defaults: `DecodeBenchmarkConfig`)."""
     parser = subparsers.add_parser(
         "decode", help="decoding speed: cache vs recompute, exported vs in-library"
     )
     d = DecodeBenchmarkConfig()
-    parser.add_argument("--preset", choices=sorted(PRESETS), default=None, help=d.preset)
-    parser.add_argument("--sentences", type=int, default=None, help=f"({d.sentences})")
+    add_common_arguments(parser, d)
     parser.add_argument("--batch-size", type=int, default=None, help=f"({d.batch_size})")
     parser.add_argument("--beam-size", type=int, default=None, help=f"({d.beam_size})")
-    parser.add_argument("--extra-length", type=int, default=None, help=f"({d.extra_length})")
     parser.add_argument("--rounds", type=int, default=None, help=f"({d.rounds})")
-    parser.add_argument("--data-dir", default=None, help="Multi30k folder")
-    parser.add_argument("--cache-dir", default=None, help="where the tokenizer is cached")
-    parser.add_argument("--quick", action="store_true", help="tiny everything, for a smoke run")
-    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
-    parser.set_defaults(run=run_decode)
-
-
-def run_decode(args: argparse.Namespace) -> dict:
-    """Runs the decoding benchmark, prints its table; returns the results."""
-    names = [field.name for field in dataclasses.fields(DecodeBenchmarkConfig)]
-    given = {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
-    config = quick_decode_config(**given) if args.quick else DecodeBenchmarkConfig(**given)
-    print("config:", json.dumps(dataclasses.asdict(config)), flush=True)
-    result = run_decode_benchmark(config)
-    print(format_decode_table(result))
-    return result
+    parser.set_defaults(
+        run=functools.partial(
+            run_benchmark,
+            config_class=DecodeBenchmarkConfig,
+            quick=quick_decode_config,
+            run=run_decode_benchmark,
+            table=format_decode_table,
+        )
+    )
 
 
 def add_serve_parser(subparsers) -> None:
@@ -201,28 +219,19 @@ def add_serve_parser(subparsers) -> None:
         "serve", help="serving throughput, latency and memory of the SavedModel"
     )
     d = ServeBenchmarkConfig()
+    add_common_arguments(parser, d)
     parser.add_argument("--run-dir", default=None, help="a finished run (default: random weights)")
-    parser.add_argument("--preset", choices=sorted(PRESETS), default=None, help=d.preset)
-    parser.add_argument("--sentences", type=int, default=None, help=f"({d.sentences})")
     parser.add_argument("--requests", type=int, default=None, help=f"per size ({d.requests})")
     parser.add_argument("--chunk-size", type=int, default=None, help=f"({d.chunk_size})")
-    parser.add_argument("--extra-length", type=int, default=None, help=f"({d.extra_length})")
-    parser.add_argument("--data-dir", default=None, help="Multi30k folder")
-    parser.add_argument("--cache-dir", default=None, help="where the tokenizer is cached")
-    parser.add_argument("--quick", action="store_true", help="tiny everything, for a smoke run")
-    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
-    parser.set_defaults(run=run_serve)
-
-
-def run_serve(args: argparse.Namespace) -> dict:
-    """Runs the serving benchmark, prints its table; returns the results."""
-    names = [field.name for field in dataclasses.fields(ServeBenchmarkConfig)]
-    given = {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
-    config = quick_serve_config(**given) if args.quick else ServeBenchmarkConfig(**given)
-    print("config:", json.dumps(dataclasses.asdict(config)), flush=True)
-    result = run_serve_benchmark(config)
-    print(format_serve_table(result))
-    return result
+    parser.set_defaults(
+        run=functools.partial(
+            run_benchmark,
+            config_class=ServeBenchmarkConfig,
+            quick=quick_serve_config,
+            run=run_serve_benchmark,
+            table=format_serve_table,
+        )
+    )
 
 
 def add_faults_parser(subparsers) -> None:
