@@ -1,0 +1,74 @@
+"""Convert a trained translator to a CTranslate2 model, for fast CPU (and GPU) inference.
+
+    python tools/convert_ctranslate2.py runs/translator --output-dir runs/translator/ct2
+    python tools/convert_ctranslate2.py runs/translator --output-dir ct2_int8 --quantization int8
+
+Needs `pip install ctranslate2`. Writes OUTPUT_DIR (model.bin, config.json,
+shared_vocabulary.json) atomically: a failed conversion leaves nothing half-written. An
+existing non-empty OUTPUT_DIR is refused unless --overwrite, and --overwrite replaces only a
+CTranslate2 model. CTranslate2 takes SentencePiece pieces and appends `</s>` itself (see
+keras_attention/ctranslate2_converter.py). Errors are one line, `error: ...`, naming the
+argument or file (a missing run folder, a missing or corrupt model or tokenizer, an output
+folder that may not be written), with exit status 2.
+"""
+
+import argparse
+import os
+import sys
+
+# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
+os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The checked arguments; errors in them or in the output folder exit with one line,
+    `error: ...`, before any work."""
+    from keras_attention.cli import ArgumentParser, check_output_dir, user_errors
+    from keras_attention.ctranslate2_converter import (
+        check_ctranslate2_output_dir,
+        check_quantization,
+    )
+
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("run_dir", help="a folder written by tools/train.py")
+    parser.add_argument("--output-dir", required=True, help="the CTranslate2 model folder")
+    parser.add_argument("--model-file", default="model.keras", help="e.g. averaged.keras")
+    parser.add_argument(
+        "--quantization",
+        default=None,
+        help="CTranslate2 weight type, e.g. int8, int8_float16, float16 (default: float32)",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace a CTranslate2 model in --output-dir"
+    )
+    args = parser.parse_args(argv)
+    with user_errors(ImportError, OSError, ValueError):
+        check_quantization(args.quantization)
+        check_output_dir(args.output_dir, "--output-dir")
+        check_ctranslate2_output_dir(args.output_dir, args.overwrite)
+        if not os.path.isdir(args.run_dir):
+            raise FileNotFoundError(f"the run folder {args.run_dir} does not exist")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    from keras_attention.cli import user_errors
+
+    args = parse_args(argv)
+    # Imported once the arguments are checked, so that their errors come first.
+    from keras_attention.ctranslate2_converter import convert_run_to_ctranslate2
+
+    # A missing or corrupt model or tokenizer; an output folder that appeared meanwhile.
+    with user_errors(ImportError, OSError, ValueError):
+        path = convert_run_to_ctranslate2(
+            args.run_dir,
+            args.output_dir,
+            quantization=args.quantization,
+            overwrite=args.overwrite,
+            model_file=args.model_file,
+        )
+    print(f"converted {path}")
+
+
+if __name__ == "__main__":
+    main()
