@@ -115,18 +115,21 @@ def _restrict(log_probs, step, limits):
     """PAD and BOS are never generated; at a sentence's last allowed step only EOS may follow.
 
     A forced EOS keeps its log-probability, floored at `_FORCED_EOS_FLOOR` so that it stays
-    the only choice even when the model gives it (almost) none.
+    the only choice even when the model gives it (almost) none. One pass over the
+    `(N, V)` log-probabilities at most steps (two more at a step where a row reaches its
+    limit): this runs on every hypothesis at every step.
     """
-    ids = ops.arange(ops.shape(log_probs)[-1])[None, :]  # (1, V)
-    is_eos = ops.equal(ids, EOS_ID)
-    at_limit = ops.equal(step + 1, limits)[:, None]  # (N, 1)
-    forced_eos = ops.logical_and(at_limit, is_eos)  # (N, V)
-    log_probs = ops.where(forced_eos, ops.maximum(log_probs, _FORCED_EOS_FLOOR), log_probs)
-    banned = ops.logical_or(
-        ops.logical_or(ops.equal(ids, PAD_ID), ops.equal(ids, BOS_ID)),
-        ops.logical_and(at_limit, ops.logical_not(is_eos)),
-    )  # (N, V)
-    return ops.where(banned, _NEG_INF, log_probs)
+    ids = ops.arange(ops.shape(log_probs)[-1])  # (V,)
+    never = ops.logical_or(ops.equal(ids, PAD_ID), ops.equal(ids, BOS_ID))
+    log_probs = log_probs + ops.where(never, _NEG_INF, 0.0)[None, :]
+    at_limit = ops.equal(step + 1, limits)  # (N,)
+
+    def only_eos():
+        eos = ops.maximum(log_probs[:, EOS_ID], _FORCED_EOS_FLOOR)  # (N,)
+        forced = ops.where(ops.equal(ids, EOS_ID)[None, :], eos[:, None], _NEG_INF)
+        return ops.where(at_limit[:, None], forced, log_probs)
+
+    return ops.cond(ops.any(at_limit), only_eos, lambda: log_probs)
 
 
 def greedy_search(

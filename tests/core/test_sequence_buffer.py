@@ -10,7 +10,7 @@ from tests.conftest import to_numpy
 
 @pytest.mark.parametrize(
     ("shape", "start", "count"),
-    [((2, 7), 0, 1), ((2, 7), 6, 1), ((2, 7, 3, 4), 2, 3), ((1, 5, 2), 0, 5)],
+    [((2, 7), 0, 1), ((2, 7), 6, 1), ((2, 7, 3, 4), 2, 3), ((2, 7, 3, 4), 4, 1), ((1, 5, 2), 0, 5)],
 )
 @pytest.mark.parametrize("as_tensor", [False, True])
 def test_writes_exactly_the_given_positions(shape: tuple, start: int, count: int, as_tensor: bool):
