@@ -36,7 +36,7 @@ Example:
 
 >>> path = convert_run_to_ctranslate2("runs/translator", "runs/translator/ctranslate2")
 >>> translator = ctranslate2.Translator(str(path), device="cpu")
->>> tokenizer = load_run_tokenizer("runs/translator")
+>>> _, tokenizer = load_run("runs/translator")
 >>> results = translator.translate_batch(source_tokens(tokenizer, ["a dog runs ."]))
 >>> detokenize(tokenizer, [result.hypotheses[0] for result in results])
 """
