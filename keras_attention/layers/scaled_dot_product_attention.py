@@ -122,8 +122,10 @@ def scaled_dot_product_attention(
         check_positive_float("scale", scale)
     # The logits and the softmax run in float32 (or wider): under float16 Q K^T overflows.
     logits_dtype = keras.backend.result_type(query.dtype, "float32")
-    key_t = ops.swapaxes(ops.cast(key, logits_dtype), -1, -2)  # (..., d_k, Tk)
-    scores = ops.matmul(ops.cast(query, logits_dtype), key_t)  # (..., Tq, Tk)
+    # An einsum, not a matmul with a transposed key: no copy of the keys (a decoding cache).
+    scores = ops.einsum(
+        "...qd,...kd->...qk", ops.cast(query, logits_dtype), ops.cast(key, logits_dtype)
+    )  # (..., Tq, Tk)
     scores = ops.multiply(scores, ops.cast(scale, logits_dtype))
     weights = ops.cast(masked_softmax(scores, mask), query.dtype)  # (..., Tq, Tk)
     attended = weights

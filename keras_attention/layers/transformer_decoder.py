@@ -54,7 +54,7 @@ class TransformerDecoder(TransformerStackBase):
         self._build_blocks(decoder_sequence_shape, encoder_sequence_shape)
 
     def initial_cache(self, batch_size, max_length) -> list:
-        """Empty self-attention caches, one `(batch_size, 2, max_length, heads, head_dim)`
+        """Empty self-attention caches, one `(batch_size, 2, heads, max_length, head_dim)`
         per block."""
         return [block.initial_cache(batch_size, max_length) for block in self.blocks]
 

@@ -43,7 +43,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
         encoder_padding_mask: optional boolean `(batch, source_len)`; defaults to the Keras
             mask of `encoder_sequence`.
         encoder_attention_mask: optional boolean `(batch, target_len, source_len)`.
-        self_attention_cache: optional `(batch, 2, max_len, heads, head_dim)` cache of the
+        self_attention_cache: optional `(batch, 2, heads, max_len, head_dim)` cache of the
             self-attention keys/values (`initial_cache` makes an empty one).
         self_attention_cache_update_index: where this call's positions are written.
         cross_attention_cache: optional `(batch, 2, source_len, heads, head_dim)` projected
@@ -92,7 +92,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
         )
 
     def initial_cache(self, batch_size, max_length):
-        """An empty self-attention cache `(batch_size, 2, max_length, heads, head_dim)`."""
+        """An empty self-attention cache `(batch_size, 2, heads, max_length, head_dim)`."""
         return self.self_attention.initial_cache(batch_size, max_length)
 
     def compute_cross_attention_cache(self, encoder_sequence):

@@ -289,9 +289,9 @@ def test_cached_decoding_matches_a_full_causal_call(
     if return_scores:
         scores = np.concatenate([r[1] for r in results], axis=2)  # (B, N, T, max_len)
         np.testing.assert_allclose(scores, want_weights, **TOLERANCE)
-    want_keys, want_values = _reference_projections(layer, x)
-    np.testing.assert_allclose(cache[:, 0], want_keys, **TOLERANCE)
-    np.testing.assert_allclose(cache[:, 1], want_values, **TOLERANCE)
+    want_keys, want_values = _reference_projections(layer, x)  # (B, T, N, H)
+    np.testing.assert_allclose(cache[:, 0], want_keys.swapaxes(1, 2), **TOLERANCE)
+    np.testing.assert_allclose(cache[:, 1], want_values.swapaxes(1, 2), **TOLERANCE)
 
 
 def test_cached_decoding_applies_an_attention_mask_over_the_cache():
@@ -314,9 +314,10 @@ def test_cache_holds_only_written_positions_and_is_not_modified_in_place():
     )
     np.testing.assert_array_equal(to_numpy(empty), 0.0)
     want_keys, want_values = _reference_projections(layer, x[:, :3])
-    np.testing.assert_allclose(cache[:, 0, :3], want_keys, **TOLERANCE)
-    np.testing.assert_allclose(cache[:, 1, :3], want_values, **TOLERANCE)
-    np.testing.assert_array_equal(cache[:, :, 3:], 0.0)
+    # Heads before positions: (batch, 2, heads, max_len, head_dim).
+    np.testing.assert_allclose(cache[:, 0, :, :3], want_keys.swapaxes(1, 2), **TOLERANCE)
+    np.testing.assert_allclose(cache[:, 1, :, :3], want_values.swapaxes(1, 2), **TOLERANCE)
+    np.testing.assert_array_equal(cache[:, :, :, 3:], 0.0)
     np.testing.assert_allclose(
         output, _call(layer, x[:, :3], x[:, :3], use_causal_mask=True)[0], **TOLERANCE
     )
@@ -351,8 +352,8 @@ def test_cross_attention_cache_equals_the_plain_call(return_scores: bool):
     layer = _built_layer(query, memory)
     cache = layer.compute_key_value_cache(memory)
     want_keys, want_values = _reference_projections(layer, memory)
-    np.testing.assert_allclose(to_numpy(cache)[:, 0], want_keys, **TOLERANCE)
-    np.testing.assert_allclose(to_numpy(cache)[:, 1], want_values, **TOLERANCE)
+    np.testing.assert_allclose(to_numpy(cache)[:, 0], want_keys.swapaxes(1, 2), **TOLERANCE)
+    np.testing.assert_allclose(to_numpy(cache)[:, 1], want_values.swapaxes(1, 2), **TOLERANCE)
     plain = _call(
         layer, query, memory, value_mask=value_mask, return_attention_scores=return_scores
     )

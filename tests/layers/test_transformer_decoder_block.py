@@ -172,12 +172,12 @@ def test_cache_is_returned_not_updated_in_place():
     block = make_block()
     target, source = inputs_for(block)
     empty = block.initial_cache(ref.BATCH, T)
-    assert tuple(empty.shape) == (ref.BATCH, 2, T, ref.NUM_HEADS, ref.D_MODEL // ref.NUM_HEADS)
+    assert tuple(empty.shape) == (ref.BATCH, 2, ref.NUM_HEADS, T, ref.D_MODEL // ref.NUM_HEADS)
     _, cache = block(
         target[:, :2], source, self_attention_cache=empty, self_attention_cache_update_index=0
     )
     cache = ref.as_float64(cache)
-    assert np.any(cache[:, :, :2] != 0) and np.all(cache[:, :, 2:] == 0)
+    assert np.any(cache[:, :, :, :2] != 0) and np.all(cache[:, :, :, 2:] == 0)
     np.testing.assert_array_equal(ref.as_float64(empty), 0.0)
 
 
