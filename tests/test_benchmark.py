@@ -94,13 +94,19 @@ def test_train_benchmark_smoke(tmp_path):
 @needs_multi30k
 def test_decode_benchmark_smoke(tmp_path):
     config = decode_throughput.quick_config(
-        sentences=6, batch_size=6, step_points=(2, 4), step_rows=4, cache_dir=str(tmp_path)
+        sentences=6,
+        batch_size=6,
+        step_points=(2, 4),
+        step_rows=4,
+        cache_dir=str(tmp_path),
+        engines=False,  # tests/test_benchmark_engines.py
     )
     result = decode_throughput.run_decode_benchmark(config)
     for timing in result["sentences_per_second"].values():
         assert timing["cached"] > 0 and timing["recomputed"] > 0
         assert timing["speedup"] == pytest.approx(timing["cached"] / timing["recomputed"])
     assert set(result["sentences_per_second"]) == {"greedy", "beam4"}
+    assert "engines" not in result and result["model"] == "random weights"
     assert [row["step"] for row in result["step_times"]] == [2, 4]
     export = result["export"]
     assert export["ratio_exported_over_library"] == pytest.approx(

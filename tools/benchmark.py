@@ -11,11 +11,16 @@ peak measured in the same run. See tools/benchmarks/train_throughput.py.
 
     python tools/benchmark.py decode             # cache vs recompute, export vs library
     python tools/benchmark.py decode --quick
+    python tools/benchmark.py decode --run-dir runs/multi30k --engines-only --sentences 500
 
 `decode`: sentences per second of greedy and beam search over Multi30k test2016 with the
 key/value cache and recomputing the decoder every step, the time of one step at positions 10,
 30 and 60, and the exported SavedModel against the in-library translator. See
-tools/benchmarks/decode_throughput.py.
+tools/benchmarks/decode_throughput.py. Then (unless `--no-engines`) ours against other
+engines on the same batches, sentences/s and sacreBLEU side by side: CTranslate2 float32 and
+int8, our int8 model, keras-hub's greedy and beam samplers over our cached step, with the
+ratios ours / theirs. With `--run-dir`, a finished run's model (sacreBLEU then means
+something); see tools/benchmarks/engines.py.
 
     python tools/benchmark.py serve --run-dir runs/multi30k   # a trained export
     python tools/benchmark.py serve --quick
@@ -171,7 +176,13 @@ def add_common_arguments(parser: argparse.ArgumentParser, defaults) -> None:
     """The arguments that the `decode` and `serve` subcommands share."""
     parser.add_argument("--preset", choices=sorted(PRESETS), default=None, help=defaults.preset)
     parser.add_argument("--sentences", type=int, default=None, help=f"({defaults.sentences})")
-    parser.add_argument("--extra-length", type=int, default=None, help=f"({defaults.extra_length})")
+    extra = defaults.extra_length
+    parser.add_argument(
+        "--extra-length",
+        type=int,
+        default=None,
+        help=f"({extra})" if extra is not None else "(50 with --run-dir, else 0)",
+    )
     parser.add_argument("--data-dir", default=None, help="Multi30k folder")
     parser.add_argument("--cache-dir", default=None, help="where the tokenizer is cached")
     parser.add_argument("--quick", action="store_true", help="tiny everything, for a smoke run")
@@ -202,6 +213,32 @@ def add_decode_parser(subparsers) -> None:
     parser.add_argument("--batch-size", type=int, default=None, help=f"({d.batch_size})")
     parser.add_argument("--beam-size", type=int, default=None, help=f"({d.beam_size})")
     parser.add_argument("--rounds", type=int, default=None, help=f"({d.rounds})")
+    parser.add_argument("--run-dir", default=None, help="a finished run (default: random weights)")
+    parser.add_argument(
+        "--alpha", type=float, default=None, help="length penalty (default: the run's, else 0.6)"
+    )
+    parser.add_argument(
+        "--length-penalties",
+        type=float,
+        nargs="+",
+        default=None,
+        help=f"CTranslate2 length penalties tried, the closest BLEU to ours counts "
+        f"({' '.join(map(str, d.length_penalties))})",
+    )
+    engines = parser.add_mutually_exclusive_group()
+    engines.add_argument(
+        "--no-engines",
+        dest="engines",
+        action="store_false",
+        default=None,
+        help="skip the engines section (CTranslate2, keras-hub, int8 against ours)",
+    )
+    engines.add_argument(
+        "--engines-only",
+        action="store_true",
+        default=None,
+        help="only the engines section",
+    )
     parser.set_defaults(
         run=functools.partial(
             run_benchmark,

@@ -16,7 +16,13 @@ Measured in one process on the same sentences (Multi30k test2016, English):
 The model has random weights (speed does not depend on them). A random model never chooses
 EOS, so every sentence decodes exactly `source length + extra_length` steps; the default
 `extra_length=0` gives outputs as long as their sources, about the length of real
-translations. Both sides of every ratio decode the same number of steps.
+translations. Both sides of every ratio decode the same number of steps. With `run_dir`, the
+model of a finished run is measured instead (in float32), with the run's `alpha` and the
+paper's `extra_length` of 50 unless given.
+
+Unless `engines=False`, the same sentences are also decoded by other engines (CTranslate2
+float32 and int8, keras-hub's samplers) beside ours, with sacreBLEU: see `engines.py`;
+`engines_only=True` measures only those.
 """
 
 import dataclasses
@@ -29,10 +35,12 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attention.data.multi30k import load_multi30k
-from keras_attention.decoding import beam_search, greedy_search
+from keras_attention.decoding import DEFAULT_EXTRA_LENGTH, beam_search, greedy_search
 from keras_attention.evaluation import translate_all
 from keras_attention.export import Translator, export_translator, load_exported
 from keras_attention.models import Transformer
+from keras_attention.runs.files import run_beam_search
+from keras_attention.runs.train import load_run
 
 from .timing import Stopwatch, summarize_rounds, time_call
 from .train_throughput import DEFAULT_DATA_DIR, cached_tokenizer
@@ -49,8 +57,9 @@ class DecodeBenchmarkConfig:
         sentences: first N test2016 sentences decoded.
         batch_size: sentences per call (sorted by length first).
         beam_size: beam width of the beam-search rows.
-        alpha: length-penalty exponent.
-        extra_length: steps beyond each source's length.
+        alpha: length-penalty exponent (default: the run's with `run_dir`, else 0.6).
+        extra_length: steps beyond each source's length (default: 50 with `run_dir`, the
+            paper's; else 0, see the module docstring).
         step_points: decoding positions whose step time is measured.
         step_rows: hypotheses per measured step.
         rounds: timed repetitions of each measurement; the best counts.
@@ -58,14 +67,20 @@ class DecodeBenchmarkConfig:
         data_dir: the Multi30k folder.
         cache_dir: where the tokenizer is cached.
         seed: initial weights.
+        run_dir: a finished run folder whose model is measured; `None`: `preset` with
+            random weights.
+        engines: also measure the other engines (`engines.py`).
+        engines_only: measure only the other engines, not the sections above.
+        length_penalties: CTranslate2 length penalties tried; its beam rows use the one
+            whose sacreBLEU is closest to ours.
     """
 
     preset: str = "small"
     sentences: int = 1000
     batch_size: int = 100
     beam_size: int = 4
-    alpha: float = 0.6
-    extra_length: int = 0
+    alpha: float | None = None
+    extra_length: int | None = None
     step_points: tuple = (10, 30, 60)
     step_rows: int = 256
     rounds: int = 2
@@ -73,6 +88,10 @@ class DecodeBenchmarkConfig:
     data_dir: str | None = None
     cache_dir: str | None = None
     seed: int = 0
+    run_dir: str | None = None
+    engines: bool = True
+    engines_only: bool = False
+    length_penalties: tuple = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 
 def quick_config(**changes) -> DecodeBenchmarkConfig:
@@ -85,6 +104,7 @@ def quick_config(**changes) -> DecodeBenchmarkConfig:
         step_rows=16,
         rounds=1,
         vocabulary_size=500,
+        length_penalties=(0.0, 1.0),
     )
     return DecodeBenchmarkConfig(**{**settings, **changes})
 
@@ -167,11 +187,20 @@ def time_steps(model, config: DecodeBenchmarkConfig) -> list[dict]:
     return results
 
 
-def quantized_copy(model: Transformer) -> Transformer:
-    """A copy of `model` with the same weights, quantized to int8."""
-    copy = Transformer.from_config(model.get_config())
+def model_copy(model: Transformer, dtype: str | None = None) -> Transformer:
+    """A copy of `model` with the same weights; with `dtype` (e.g. `"float32"`), in it."""
+    config = model.get_config()
+    if dtype is not None:
+        config["dtype"] = dtype
+    copy = Transformer.from_config(config)
     copy.build()
     copy.set_weights(model.get_weights())
+    return copy
+
+
+def quantized_copy(model: Transformer) -> Transformer:
+    """A copy of `model` with the same weights, quantized to int8."""
+    copy = model_copy(model)
     copy.quantize("int8")
     return copy
 
@@ -228,17 +257,51 @@ def time_export(translator: Translator, sentences: Sequence[str], rounds: int) -
     return timings
 
 
+def benchmark_model(config: DecodeBenchmarkConfig, splits: dict):
+    """The model measured, its tokenizer, and `config` with `alpha` and `extra_length` set.
+
+    With `config.run_dir`, the run's model as float32 (a mixed-precision run's model would
+    decode in bfloat16 or float16), its `alpha` and an `extra_length` of 50; else `preset`
+    with random weights, an `alpha` of 0.6 and an `extra_length` of 0.
+    """
+    if config.run_dir is not None:
+        model, tokenizer = load_run(config.run_dir)
+        model = model_copy(model, "float32")
+        defaults = {
+            "alpha": run_beam_search(config.run_dir)[1],
+            "extra_length": DEFAULT_EXTRA_LENGTH,
+        }
+    else:
+        train_en, train_de = splits["train"]
+        tokenizer = cached_tokenizer(train_en + train_de, config.vocabulary_size, config.cache_dir)
+        keras.utils.set_random_seed(config.seed)
+        model = Transformer.from_preset(
+            config.preset, vocabulary_size=tokenizer.vocabulary_size, dropout=0.0
+        )
+        model.build()
+        defaults = {"alpha": 0.6, "extra_length": 0}
+    unset = {name: value for name, value in defaults.items() if getattr(config, name) is None}
+    return model, tokenizer, dataclasses.replace(config, **unset)
+
+
 def run_decode_benchmark(config: DecodeBenchmarkConfig) -> dict:
     """Runs every measurement; returns a dict of results (see the module docstring)."""
     splits = load_multi30k(config.data_dir or DEFAULT_DATA_DIR)
-    train_en, train_de = splits["train"]
-    tokenizer = cached_tokenizer(train_en + train_de, config.vocabulary_size, config.cache_dir)
-    sentences = splits["test"][0][: config.sentences]
-    keras.utils.set_random_seed(config.seed)
-    model = Transformer.from_preset(
-        config.preset, vocabulary_size=tokenizer.vocabulary_size, dropout=0.0
-    )
-    model.build()
+    model, tokenizer, config = benchmark_model(config, splits)
+    sentences, references = (side[: config.sentences] for side in splits["test"])
+    result = {"config": dataclasses.asdict(config), "model": config.run_dir or "random weights"}
+    if not config.engines_only:
+        result.update(decode_sections(model, tokenizer, sentences, config))
+    if config.engines or config.engines_only:
+        from .engines import run_engines  # engines.py imports this module's helpers
+
+        trained = config.run_dir is not None
+        result["engines"] = run_engines(model, tokenizer, sentences, references, config, trained)
+    return result
+
+
+def decode_sections(model, tokenizer, sentences: Sequence[str], config) -> dict:
+    """Cache against recomputing, step times, the export and int8 (the module docstring)."""
     batches = source_batches(tokenizer, sentences, config.batch_size)
     searches = {}
     for beam in (1, config.beam_size):
@@ -254,7 +317,6 @@ def run_decode_benchmark(config: DecodeBenchmarkConfig) -> dict:
         model, tokenizer, config.beam_size, config.alpha, extra_length=config.extra_length
     )
     return {
-        "config": dataclasses.asdict(config),
         "sentences_per_second": searches,
         "step_times": time_steps(model, config),
         "export": time_export(translator, sentences, config.rounds),
@@ -265,6 +327,18 @@ def run_decode_benchmark(config: DecodeBenchmarkConfig) -> dict:
 
 def format_decode_table(result: dict) -> str:
     """A readable summary of `run_decode_benchmark`'s result."""
+    parts = [f"model: {result['model']}"]
+    if "sentences_per_second" in result:
+        parts.append(format_sections(result))
+    if "engines" in result:
+        from .engines import format_engines_table
+
+        parts.append(format_engines_table(result["engines"]))
+    return "\n\n".join(parts)
+
+
+def format_sections(result: dict) -> str:
+    """The sections of `decode_sections` in `result`, as a table."""
     config = result["config"]
     lines = [
         f"{config['sentences']} Multi30k test2016 sentences, preset {config['preset']}, "
