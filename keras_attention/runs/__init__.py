@@ -1,0 +1,27 @@
+"""A training run of a translator, one job per module, from the bottom up:
+
+- `config`: the run's settings (`TrainConfig`) and each corpus's defaults;
+- `files`: loading a run folder's model and tokenizer, finished or still training;
+- `folder`: what a run folder holds, and whether a run may start, resume or overwrite it;
+- `learning_curve`: the PNG of validation BLEU and loss against time;
+- `validation_bleu`: the callback that scores the validation split while training;
+- `selection`: choosing the final weights (last, best, averages) on the validation split;
+- `prepare`: settings, corpus, tokenizer, batches and folder checked before any write;
+- `train`: `model.fit`, resumable, then the choice of weights (`train_translator`);
+- `serving_check`: the SavedModel export, reloaded and scored on the test split.
+
+`tools/train.py` is the command-line face of `train_translator` and `export_and_evaluate`.
+"""
+
+from keras_attention.runs.config import TrainConfig
+from keras_attention.runs.serving_check import ServingCheck, export_and_evaluate
+from keras_attention.runs.train import TrainResult, load_run, train_translator
+
+__all__ = [
+    "ServingCheck",
+    "TrainConfig",
+    "TrainResult",
+    "export_and_evaluate",
+    "load_run",
+    "train_translator",
+]

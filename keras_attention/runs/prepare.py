@@ -1,0 +1,196 @@
+"""Everything a training run needs, checked before anything is written: settings, corpus,
+tokenizer, batches, strategy and the run's folder (`prepare_run`).
+"""
+
+import dataclasses
+import json
+import logging
+import tempfile
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from keras_attention.core.atomic_files import (
+    write_json_atomically,
+)
+from keras_attention.data.datasets import load_corpus
+from keras_attention.data.pipeline import encode_pairs, make_batches
+from keras_attention.data.tokenizer import SubwordTokenizer
+from keras_attention.distribute import get_strategy
+from keras_attention.distribute.cluster import barrier, is_chief
+from keras_attention.models import Transformer
+from keras_attention.models.presets import preset_config
+from keras_attention.runs.config import TrainConfig
+from keras_attention.runs.folder import (
+    inspect_run_folder,
+    remove_run_files,
+    remove_temporary_files,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def _check_model_overrides(config: "TrainConfig") -> None:
+    """Raises `ValueError` if the preset's model cannot be made with `model_overrides`
+    (constructed without weights, outside any strategy, before the run's seed is set)."""
+    try:
+        settings = preset_config(config.preset, **config.model_overrides)
+        Transformer(config.vocabulary_size, **settings, name="model_overrides_check")
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"model_overrides={json.dumps(config.model_overrides)} do not make a "
+            f"{config.preset!r} Transformer: {error}"
+        ) from None
+
+
+def _epoch_seed(seed: int, epoch: int) -> int:
+    """The shuffling seed of epoch `epoch`: a function of the run's seed and the epoch only,
+    so that a resumed run trains on the batches of an uninterrupted one."""
+    return int(np.random.SeedSequence([seed, epoch]).generate_state(1)[0] % 2**31)
+
+
+@dataclasses.dataclass
+class RunData:
+    """A run's corpus, tokenizer and batches.
+
+    Attributes:
+        corpus: `{"train": (sources, targets), "val": ..., "test": ...}`.
+        tokenizer: the run's tokenizer.
+        train_batches: `epoch -> tf.data.Dataset` of that epoch's batches, shuffled with a
+            seed of the run's seed and the epoch (see `fit_resumable`).
+        val_batches: the validation batches.
+        test_batches: the test batches.
+    """
+
+    corpus: dict
+    tokenizer: SubwordTokenizer
+    train_batches: object
+    val_batches: object
+    test_batches: object
+
+
+def _run_data(
+    config: "TrainConfig", corpus: dict, tokenizer: SubwordTokenizer, replicas: int
+) -> RunData:
+    """Encodes and batches the corpus; raises `ValueError` if no training pair fits."""
+    encoded = {}
+    for split, (sources, targets) in corpus.items():
+        encoded[split] = encode_pairs(tokenizer, sources, targets, max_length=config.max_length)
+        logger.info(
+            "%s: %d pairs kept of %d", split, encoded[split].num_pairs, encoded[split].num_read
+        )
+    if not encoded["train"].num_pairs:
+        raise ValueError(
+            f"no training pair is at most max_length={config.max_length} tokens long "
+            f"(of {encoded['train'].num_read})"
+        )
+
+    def batches(split: str, shuffle: bool, seed: int):
+        return make_batches(
+            encoded[split],
+            max_tokens=config.max_tokens,
+            max_length=config.max_length,
+            batch_multiple=replicas,
+            shuffle=shuffle,
+            seed=seed,
+        )
+
+    def train_batches(epoch: int):
+        return batches("train", True, _epoch_seed(config.seed, epoch))
+
+    train_batches(0)  # checks that the settings batch the corpus, before any file is written
+    return RunData(
+        corpus,
+        tokenizer,
+        train_batches,
+        batches("val", False, config.seed),
+        batches("test", False, config.seed),
+    )
+
+
+@dataclasses.dataclass
+class PreparedRun:
+    """A run whose settings, data and folder were checked, ready to train
+    (`prepare_run`).
+
+    Attributes:
+        config: the settings (dataset defaults filled in).
+        strategy: the `tf.distribute.Strategy`.
+        output_dir: the run's folder.
+        write_dir: the folder this process writes (`output_dir` on the chief).
+        is_chief: whether this process writes `output_dir`.
+        data: the corpus, tokenizer and batches.
+    """
+
+    config: TrainConfig
+    strategy: object
+    output_dir: Path
+    write_dir: Path
+    is_chief: bool
+    data: RunData
+
+
+def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
+    """Checks everything a run needs, then writes its `config.json` and `tokenizer.model`.
+
+    Everything that can be wrong with the settings, the corpus or the output folder is found
+    before anything is written, so a start that fails leaves nothing that a later run would
+    pick up: settings (`TrainConfig.validate`, the model's overrides), the folder
+    (`inspect_run_folder`: another run's folder is refused unless `overwrite`), the corpus,
+    the tokenizer (learned in memory, or the saved one when resuming) and the batches.
+
+    Args:
+        config: the run's settings.
+        overwrite: remove the files of a run already in `config.output_dir` and start afresh.
+
+    Returns:
+        A `PreparedRun`, for `train_prepared`.
+
+    Raises:
+        ValueError: naming the setting, file or folder at fault.
+        OSError: a corpus file cannot be read.
+    """
+    config = config.resolved()
+    config.validate()
+    # First, because a multi-worker strategy must exist before TensorFlow runs any op.
+    strategy = get_strategy(config.devices, config.connect_timeout)
+    _check_model_overrides(config)
+    output_dir = Path(config.output_dir)
+    chief = is_chief(strategy)
+    resuming = inspect_run_folder(output_dir, config, overwrite)
+    keras.utils.set_random_seed(config.seed)
+    corpus = load_corpus(config.dataset, config.data_dir, seed=config.seed)
+    if config.train_pairs is not None:
+        sources, targets = corpus["train"]
+        corpus["train"] = (sources[: config.train_pairs], targets[: config.train_pairs])
+    tokenizer_path = output_dir / "tokenizer.model"
+    replicas = strategy.num_replicas_in_sync
+    data = None
+    if chief:
+        if resuming and tokenizer_path.is_file():
+            try:
+                tokenizer = SubwordTokenizer.load(tokenizer_path)
+            except ValueError as error:
+                raise ValueError(f"{tokenizer_path} is corrupt: {error}") from None
+        else:
+            sources, targets = corpus["train"]
+            tokenizer = SubwordTokenizer.train(sources + targets, config.vocabulary_size)
+        data = _run_data(config, corpus, tokenizer, replicas)
+        # Everything checked: the run's folder is written from here on.
+        if overwrite and output_dir.is_dir():
+            remove_run_files(output_dir)
+        output_dir.mkdir(parents=True, exist_ok=True)
+        remove_temporary_files(output_dir)
+        if not resuming:
+            write_json_atomically(output_dir / "config.json", dataclasses.asdict(config))
+        if not tokenizer_path.is_file():
+            tokenizer.save(tokenizer_path)
+    barrier(strategy)  # the other workers read the chief's tokenizer
+    if not chief:
+        data = _run_data(config, corpus, SubwordTokenizer.load(tokenizer_path), replicas)
+    write_dir = output_dir
+    if not chief:
+        write_dir = Path(tempfile.mkdtemp(prefix="keras-attention-worker-"))
+        write_json_atomically(write_dir / "config.json", dataclasses.asdict(config))
+    return PreparedRun(config, strategy, output_dir, write_dir, chief, data)

@@ -1,0 +1,162 @@
+"""The export's serving options (issue 13): decoding in length-sorted chunks, the `greedy`
+signature and TF Serving's warm-up requests. TensorFlow only."""
+
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention.chunks import map_length_sorted_chunks
+from keras_attention.export import (
+    GREEDY_SIGNATURE_KEY,
+    SIGNATURE_KEY,
+    Translator,
+    export_translator,
+    load_exported,
+)
+from keras_attention.warmup_requests import (
+    DEFAULT_WARMUP_SENTENCES,
+    WARMUP_FILE,
+    read_warmup_requests,
+    warmup_batches,
+)
+from tests.conftest import to_numpy
+
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="the export is a TensorFlow SavedModel"
+)
+EXTRA = 4
+
+
+@pytest.fixture(scope="module")
+def sentences(corpus: dict) -> list[str]:
+    """Sources of mixed lengths, a blank one and a repeated one among them."""
+    english = [source for source, _ in corpus["test"]]
+    return [english[0], "", english[1] + " " + english[2], *english[3:9], english[0], "  "]
+
+
+def translate(model, tokenizer, sentences: list[str], beam_size: int, chunk_size) -> dict:
+    translator = Translator(
+        model, tokenizer, beam_size, max_source_length=24, extra_length=EXTRA, chunk_size=chunk_size
+    )
+    outputs = translator.translate(tf.constant(sentences))
+    return {name: to_numpy(value) for name, value in outputs.items()}
+
+
+# Chunks.
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+@pytest.mark.parametrize("chunk_size", [1, 3, 4, 100])
+def test_chunked_decoding_gives_the_translations_of_one_batch(
+    model, tokenizer, sentences: list[str], beam_size: int, chunk_size: int
+):
+    whole = translate(model, tokenizer, sentences, beam_size, chunk_size=None)
+    chunked = translate(model, tokenizer, sentences, beam_size, chunk_size)
+    assert chunked["translations"].tolist() == whole["translations"].tolist()
+    np.testing.assert_allclose(chunked["scores"], whole["scores"], rtol=1e-5, atol=1e-5)
+    assert whole["translations"][1] == b"" and whole["translations"][-1] == b""
+
+
+def test_chunks_are_length_sorted_cut_to_their_longest_and_returned_in_order():
+    lengths = tf.constant([3, 0, 5, 1, 3, 2, 4], tf.int32)
+    width = int(tf.reduce_max(lengths)) + 1
+    # Row i holds its own index in its first `lengths[i] + 1` places (EOS included), then 0.
+    rows = [[i + 1] * (n + 1) + [0] * (width - n - 1) for i, n in enumerate(lengths.numpy())]
+    source_ids = tf.constant(rows, tf.int32)
+    seen = []
+
+    def translate_chunk(chunk):
+        seen.append(chunk.shape.as_list())
+        text = tf.strings.reduce_join(tf.strings.as_string(chunk), axis=1, separator=",")
+        return text, tf.cast(tf.shape(chunk)[1], tf.float32) * tf.ones(tf.shape(chunk)[:1])
+
+    translations, widths = tf.function(map_length_sorted_chunks, autograph=False)(
+        translate_chunk, source_ids, lengths, 3
+    )
+    texts = [t.decode() for t in translations.numpy()]
+    # Each row comes back in its place, cut to its chunk's longest row: the sorted lengths
+    # 0 1 2 | 3 3 4 | 5 make chunks of widths 3, 5 and 6.
+    expected_width = {1: 3, 3: 3, 5: 3, 0: 5, 4: 5, 6: 5, 2: 6}
+    for i, text in enumerate(texts):
+        values = [int(v) for v in text.split(",")]
+        assert len(values) == expected_width[i]
+        assert values[: lengths[i] + 1] == [i + 1] * (int(lengths[i]) + 1)
+        assert set(values[lengths[i] + 1 :]) <= {0}
+    assert widths.numpy().tolist() == [expected_width[i] for i in range(7)]
+    assert seen == [[None, None]]  # traced once, for every chunk
+
+
+@pytest.mark.parametrize("chunk_size", [0, -2, 1.5, "8"])
+def test_a_bad_chunk_size_is_refused_by_name(model, tokenizer, chunk_size):
+    with pytest.raises(ValueError, match="chunk_size"):
+        Translator(model, tokenizer, chunk_size=chunk_size)
+
+
+# The export: the greedy signature and the warm-up requests.
+
+
+@pytest.fixture(scope="module")
+def translator(model, tokenizer) -> Translator:
+    return Translator(model, tokenizer, 3, max_source_length=24, extra_length=EXTRA, chunk_size=4)
+
+
+@pytest.fixture(scope="module")
+def exported(translator: Translator, corpus: dict, tmp_path_factory) -> Path:
+    warmup = [source for source, _ in corpus["val"][:5]]
+    return export_translator(translator, tmp_path_factory.mktemp("export"), warmup_sentences=warmup)
+
+
+def test_the_greedy_signature_is_greedy_search(
+    exported: Path, model, tokenizer, sentences: list[str]
+):
+    served = load_exported(exported, GREEDY_SIGNATURE_KEY)
+    outputs = served(sentences=tf.constant(sentences))
+    expected = translate(model, tokenizer, sentences, beam_size=1, chunk_size=None)
+    assert to_numpy(outputs["translations"]).tolist() == expected["translations"].tolist()
+    np.testing.assert_allclose(to_numpy(outputs["scores"]), expected["scores"], rtol=1e-5)
+    beam = translate(model, tokenizer, sentences, beam_size=3, chunk_size=None)
+    served_beam = load_exported(exported)(sentences=tf.constant(sentences))
+    assert to_numpy(served_beam["translations"]).tolist() == beam["translations"].tolist()
+
+
+def test_warmup_requests_parse_as_prediction_logs_and_replay(
+    exported: Path, corpus: dict, translator: Translator
+):
+    requests = read_warmup_requests(exported)
+    warmup = [source for source, _ in corpus["val"][:5]]
+    batches = warmup_batches(warmup)
+    assert [r.model_spec.signature_name for r in requests] == [SIGNATURE_KEY] * len(batches) + [
+        GREEDY_SIGNATURE_KEY
+    ] * len(batches)
+    loaded = tf.saved_model.load(str(exported))
+    for request, batch in zip(requests, batches * 2, strict=True):
+        inputs = {name: tf.make_ndarray(tensor) for name, tensor in request.inputs.items()}
+        assert [s.decode() for s in inputs["sentences"]] == batch
+        outputs = loaded.signatures[request.model_spec.signature_name](
+            sentences=tf.constant(inputs["sentences"])
+        )
+        assert to_numpy(outputs["translations"]).shape == (len(batch),)
+    direct = translator.translate(tf.constant(batches[-1]))
+    replayed = loaded.signatures[SIGNATURE_KEY](sentences=tf.constant(batches[-1]))
+    assert to_numpy(replayed["translations"]).tolist() == to_numpy(direct["translations"]).tolist()
+
+
+def test_default_warmup_sentences(translator: Translator, tmp_path: Path):
+    path = export_translator(translator, tmp_path)
+    requests = read_warmup_requests(path)
+    sentences = [[s.decode() for s in tf.make_ndarray(r.inputs["sentences"])] for r in requests]
+    assert sentences == warmup_batches(DEFAULT_WARMUP_SENTENCES) * 2
+    assert (path / WARMUP_FILE).is_file()
+
+
+@pytest.mark.parametrize("warmup", [[""], ["fine", "  "], "a string", [3]])
+def test_bad_warmup_sentences_are_refused_before_any_write(
+    translator: Translator, tmp_path: Path, warmup
+):
+    with pytest.raises(ValueError, match="warmup_sentences"):
+        export_translator(translator, tmp_path / "export", warmup_sentences=warmup)
+    assert not (tmp_path / "export").exists()
