@@ -417,8 +417,8 @@ class TranslatorArguments:
     """Records the beam width and length penalty of every `Translator` built."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch):
-        import keras_attention.evaluation
         import keras_attention.export
+        import keras_attention.runs.translate_function
 
         self.calls = []
         real = keras_attention.export.Translator
@@ -427,7 +427,7 @@ class TranslatorArguments:
             self.calls.append((beam_size, alpha))
             return real(model, tokenizer, beam_size, alpha, **kwargs)
 
-        monkeypatch.setattr(keras_attention.evaluation, "Translator", record)
+        monkeypatch.setattr(keras_attention.runs.translate_function, "Translator", record)
         monkeypatch.setattr(keras_attention.export, "Translator", record)
 
 
