@@ -51,6 +51,7 @@ import keras
 import numpy as np
 import sentencepiece
 
+from keras_attention.core.atomic_files import move_folder_into_place
 from keras_attention.core.checks import check_positive_int
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
@@ -352,23 +353,6 @@ def ctranslate2_spec(
     return spec
 
 
-def _move_into_place(staging: Path, target: Path) -> None:
-    """Renames the complete `staging/model` to `target`, replacing what is there.
-
-    A folder at `target` (empty, or a model being overwritten) is first renamed into
-    `staging` (deleted with it), so `target` is missing only between two renames and never
-    half-written; if the second rename fails it is put back.
-    """
-    if target.exists():
-        os.replace(target, staging / "old")
-    try:
-        os.rename(staging / "model", target)
-    except OSError:
-        if (staging / "old").exists():
-            os.replace(staging / "old", target)
-        raise
-
-
 def convert_to_ctranslate2(
     model: Transformer,
     tokenizer: SubwordTokenizer,
@@ -417,7 +401,8 @@ def convert_to_ctranslate2(
         (staging / "model").mkdir()
         spec.save(str(staging / "model"))
         check_ctranslate2_output_dir(target, overwrite)  # a folder that appeared meanwhile
-        _move_into_place(staging, target)
+        # `target` may be replaced: it was checked just above (empty, or an old model).
+        move_folder_into_place(staging, target, overwrite=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target

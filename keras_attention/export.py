@@ -27,6 +27,7 @@ import keras
 import tensorflow as tf
 
 from keras_attention.chunks import map_length_sorted_chunks
+from keras_attention.core.atomic_files import move_folder_into_place
 from keras_attention.core.checks import check_int_at_least
 from keras_attention.core.special_tokens import EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
@@ -300,26 +301,6 @@ def _next_version(export_dir: Path) -> int:
     return max(versions, default=0) + 1
 
 
-def _move_into_place(staging: Path, target: Path, overwrite: bool) -> None:
-    """Renames the complete `staging/model` to `target`.
-
-    An old version being overwritten is first renamed into `staging` (deleted with it), so
-    the version folder is missing only between two renames, and is never half-written. A
-    version folder that appeared meanwhile (another export) raises `FileExistsError`.
-    """
-    if overwrite and target.exists():
-        os.replace(target, staging / "old")
-    try:
-        os.rename(staging / "model", target)
-    except OSError as error:
-        if (staging / "old").exists():
-            os.replace(staging / "old", target)  # puts the old version back
-            raise
-        if target.exists():
-            raise FileExistsError(f"{target} was created by another export") from error
-        raise
-
-
 def export_translator(
     translator: Translator,
     export_dir: str | os.PathLike,
@@ -391,7 +372,7 @@ def export_translator(
         write_warmup_requests(
             staging / "model", [SIGNATURE_KEY, GREEDY_SIGNATURE_KEY], warmup_sentences
         )
-        _move_into_place(staging, target, overwrite)
+        move_folder_into_place(staging, target, overwrite)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if lock is not None:

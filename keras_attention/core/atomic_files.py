@@ -116,3 +116,24 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> None:
 def write_json_atomically(path: str | os.PathLike, data: object) -> None:
     """Writes `data` as indented JSON to `path` atomically."""
     write_text_atomically(path, json.dumps(data, indent=2) + "\n")
+
+
+def move_folder_into_place(staging: Path, target: Path, overwrite: bool) -> None:
+    """Renames the complete folder `staging/model` to `target`.
+
+    With `overwrite`, a folder at `target` is first renamed into `staging` (as `old`, deleted
+    with it), so `target` is missing only between two renames and never half-written; if the
+    second rename fails, the old folder is put back. Without `overwrite`, a `target` that
+    appeared meanwhile (another writer) raises `FileExistsError` naming it.
+    """
+    if overwrite and target.exists():
+        os.replace(target, staging / "old")
+    try:
+        os.rename(staging / "model", target)
+    except OSError as error:
+        if (staging / "old").exists():
+            os.replace(staging / "old", target)  # puts the old folder back
+            raise
+        if target.exists():
+            raise FileExistsError(f"{target} was created by another writer") from error
+        raise

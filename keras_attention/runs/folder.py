@@ -10,9 +10,8 @@ import json
 import shutil
 from pathlib import Path
 
-from keras_attention.runs.config import TrainConfig
-
 from keras_attention.core.atomic_files import temporary_files
+from keras_attention.runs.config import TrainConfig
 
 # The files and folders of a run (`inspect_run_folder`); `--overwrite` removes them.
 RUN_FILES = (
