@@ -89,8 +89,20 @@ def _next_log_probs(model, tokens, step, state):
         start_index=step,
         self_attention_cache=caches,
         cross_attention_cache=cross,
+        append_to_cache=_grow_caches(),
     )  # (N, 1, V)
     return ops.log_softmax(ops.cast(logits[:, 0], "float32"), axis=-1), caches
+
+
+def _grow_caches() -> bool:
+    """Whether the self-attention caches grow by one position a step (`append_to_cache`).
+
+    Growing, a step copies and attends over the positions written so far; a fixed buffer
+    sized to the longest allowed output (source + 50) costs that whole size at every step,
+    several times more on real sentences, which end long before their limit. JAX needs
+    static shapes in a loop, so there the caches are fixed buffers (written in place by XLA).
+    """
+    return keras.backend.backend() != "jax"
 
 
 def _prepare(model, source_ids, copies: int, length, use_cache: bool):
@@ -105,9 +117,12 @@ def _prepare(model, source_ids, copies: int, length, use_cache: bool):
     if copies > 1:
         encoded = ops.repeat(encoded, copies, axis=0)  # (B*K, S, D)
         source_mask = ops.repeat(source_mask, copies, axis=0)
-        cross = [ops.repeat(c, copies, axis=0) for c in cross]
+        cross = [ops.repeat(c, copies, axis=1) for c in cross]  # (2, B*K, N, S, H)
     batch = ops.shape(encoded)[0]
-    caches = model.decoder.initial_cache(batch, length)
+    # Growing caches start empty; `length * 0`, not 0, so that the loop sees a length that
+    # is not known when tracing (a `tf.while_loop` refuses a variable whose static shape
+    # changes between iterations).
+    caches = model.decoder.initial_cache(batch, length * 0 if _grow_caches() else length)
     return encoded, source_mask, caches, cross
 
 
@@ -194,11 +209,12 @@ def _sentences_done(alive_scores, done_scores):
     return ops.logical_or(full, no_live)
 
 
-def _gather_beams(tensor, indices, batch, beams):
-    """Reorders the hypotheses of `tensor` `(B*K, ...)` by `indices` `(B, M)` -> `(B*M, ...)`."""
+def _gather_beams(tensor, indices, batch, beams, axis: int = 0):
+    """Reorders the hypotheses of `tensor` `(B*K, ...)` by `indices` `(B, M)` -> `(B*M, ...)`
+    (hypotheses along `axis`: 1 for the caches `(2, B*K, ...)`)."""
     offsets = ops.arange(batch, dtype="int32")[:, None] * beams  # (B, 1)
     flat = ops.reshape(indices + offsets, (-1,))
-    return ops.take(tensor, flat, axis=0)
+    return ops.take(tensor, flat, axis=axis)
 
 
 def beam_search(
@@ -288,7 +304,7 @@ def beam_search(
         keep = ops.cast(keep, "int32")
         alive = _gather_beams(grown, keep, batch, 2 * beams)
         parents = ops.take_along_axis(origin, keep, axis=1)  # (B, K)
-        caches = [_gather_beams(c, parents, batch, beams) for c in caches]
+        caches = [_gather_beams(c, parents, batch, beams, axis=1) for c in caches]
 
         # Finished: merge those that ended now (length-penalised) with the earlier ones.
         # As in fairseq, only an EOS among the K best candidates finishes a hypothesis (so

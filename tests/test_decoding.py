@@ -76,6 +76,7 @@ class ControlledTransformer(Transformer):
         start_index=0,
         self_attention_cache=None,
         cross_attention_cache=None,
+        append_to_cache=False,
         training=None,
     ):
         self.calls.append((target_ids.shape[1], self_attention_cache is not None))
@@ -86,6 +87,7 @@ class ControlledTransformer(Transformer):
             start_index=start_index,
             self_attention_cache=self_attention_cache,
             cross_attention_cache=cross_attention_cache,
+            append_to_cache=append_to_cache,
             training=training,
         )
         logits, caches = (result, None) if self_attention_cache is None else result

@@ -57,18 +57,27 @@ class MultiHeadAttention(keras.layers.Layer):
         return_attention_scores: also return the weights `(batch, heads, query_len, key_len)`.
         training: whether dropout is active.
         use_causal_mask: mask keys that come after the query (decoder self-attention).
-        cache: optional `(batch, 2, heads, max_len, head_dim)` projected keys ([:, 0]) and
-            values ([:, 1]), heads before positions so that attending over the cache is a
-            batched matmul with no transpose of the cache (about 5x faster per decoding
-            step than the positions-first layout, measured on TensorFlow). With
-            `cache_update_index`, the keys and values of this call are written into the
-            cache at that index, and the queries attend over the cache:
+        cache: optional `(2, batch, heads, max_len, head_dim)` projected keys (`cache[0]`)
+            and values (`cache[1]`). Keys and values first, so that taking them apart is
+            free (a slice of the outer axis shares the buffer; `cache[:, 0]` of a
+            batch-first cache was a copy at every step); heads before positions, so that
+            attending over the cache is a batched matmul with no transpose of the cache
+            (about 5x faster per decoding step than the positions-first layout, measured on
+            TensorFlow). With `cache_update_index`, the keys and values of this call are
+            written into the cache at that index, and the queries attend over the cache:
             positions at or after `cache_update_index + query_len` (not yet written) are
             masked, and `use_causal_mask` masks within the new positions. Without
             `cache_update_index` the cache is used as the keys and values as they are (for
             cross-attention over an encoder output computed once); `key` and `value` are
             then not projected again.
         cache_update_index: int or scalar int tensor, where this call's keys/values go.
+        append_to_cache: with `cache_update_index`, append this call's keys and values to
+            the cache (which must then hold exactly the `cache_update_index` positions
+            before them) instead of writing them into a buffer of fixed size. The cache
+            then holds only written positions: no mask of unwritten ones, and a decoding
+            step costs in proportion to its position rather than to the longest output
+            (the searches grow caches this way on TensorFlow and PyTorch; JAX, which
+            needs static shapes in a loop, writes into a fixed buffer).
 
     Returns:
         The output `(batch, query_len, output_dim)`; then, in this order and only when asked,
@@ -158,13 +167,16 @@ class MultiHeadAttention(keras.layers.Layer):
         self.output_dense.build((None, None, heads, self.head_value_dim))
 
     def initial_cache(self, batch_size, max_length):
-        """An all-zero self-attention cache `(batch_size, 2, heads, max_length, head_dim)`."""
+        """An all-zero self-attention cache `(2, batch_size, heads, max_length, head_dim)`.
+
+        `max_length` 0 makes an empty cache to grow with `append_to_cache`.
+        """
         self._check_cacheable()
-        shape = (batch_size, 2, self.num_heads, max_length, self.head_key_dim)
+        shape = (2, batch_size, self.num_heads, max_length, self.head_key_dim)
         return ops.zeros(shape, dtype=self.compute_dtype)
 
     def compute_key_value_cache(self, value, key=None):
-        """Projects `key`/`value` once into a cache `(batch, 2, heads, key_len, head_dim)`.
+        """Projects `key`/`value` once into a cache `(2, batch, heads, key_len, head_dim)`.
 
         Pass the result as `cache` (without `cache_update_index`) to attend over it
         without projecting the keys and values again, e.g. an encoder output.
@@ -184,8 +196,13 @@ class MultiHeadAttention(keras.layers.Layer):
                 f"key_dim={self.head_key_dim}, value_dim={self.head_value_dim}"
             )
 
-    def _check_cache(self, cache, cache_update_index) -> None:
+    def _check_cache(self, cache, cache_update_index, append_to_cache: bool) -> None:
         """Raises a `ValueError` naming `cache` when it cannot be this layer's cache."""
+        if append_to_cache and cache_update_index is None:
+            raise ValueError(
+                "append_to_cache needs a cache and its cache_update_index; got "
+                f"cache_update_index=None (cache is {'None' if cache is None else 'given'})"
+            )
         if cache is None:
             if cache_update_index is not None:
                 raise ValueError(
@@ -194,21 +211,32 @@ class MultiHeadAttention(keras.layers.Layer):
                 )
             return
         self._check_cacheable()
-        expected = (None, 2, self.num_heads, None, self.head_key_dim)
+        expected = (2, None, self.num_heads, None, self.head_key_dim)
         shape = tuple(cache.shape)
         if len(shape) != len(expected) or any(
             want is not None and have is not None and have != want
             for have, want in zip(shape, expected, strict=True)
         ):
             raise ValueError(
-                "cache must have shape (batch, 2, num_heads, max_len, head_dim) = "
-                f"(?, 2, {self.num_heads}, ?, {self.head_key_dim}); got cache.shape={shape}"
+                "cache must have shape (2, batch, num_heads, max_len, head_dim) = "
+                f"(2, ?, {self.num_heads}, ?, {self.head_key_dim}); got cache.shape={shape}"
             )
 
     def _attention_mask(
-        self, query, key_length, padding, attention_mask, use_causal_mask, cache_update_index
+        self,
+        query,
+        key_length,
+        padding,
+        attention_mask,
+        use_causal_mask: bool,
+        cache_update_index,
+        cache_all_written: bool = False,
     ):
         """Adds the causal, cache and explicit masks to `padding` (from the padding masks).
+
+        `cache_all_written`: the cache (grown by appending) holds only written positions,
+        the last `query_len` of them this call's: no mask of unwritten positions, and none
+        at all for one query position.
 
         Returns one boolean `(batch or 1, query_len, key_len)` mask, or None.
         """
@@ -218,7 +246,13 @@ class MultiHeadAttention(keras.layers.Layer):
             "attention_mask", attention_mask, (query.shape[0], query.shape[1], static_key_length)
         )
         mask = padding
-        if cache_update_index is not None:
+        if cache_all_written:
+            if use_causal_mask and query.shape[1] != 1:
+                offset = key_length - query_length
+                mask = masks.merge_masks(
+                    mask, masks.causal_mask(query_length, key_length, offset)[None]
+                )
+        elif cache_update_index is not None:
             if use_causal_mask:
                 written = masks.causal_mask(query_length, key_length, cache_update_index)
             else:
@@ -244,9 +278,10 @@ class MultiHeadAttention(keras.layers.Layer):
         use_causal_mask: bool = False,
         cache=None,
         cache_update_index=None,
+        append_to_cache: bool = False,
     ):
         _check_ranks(query.shape, value.shape, None if key is None else key.shape)
-        self._check_cache(cache, cache_update_index)
+        self._check_cache(cache, cache_update_index, append_to_cache)
         key = value if key is None else key
         masks.check_mask_shape("value_mask", value_mask, (value.shape[0], value.shape[1]))
         masks.check_mask_shape("key_mask", key_mask, (key.shape[0], key.shape[1]))
@@ -255,7 +290,7 @@ class MultiHeadAttention(keras.layers.Layer):
         if cache is not None:
             return self._call_with_cache(
                 query, key, value, query_heads, query_mask, value_mask, key_mask,
-                attention_mask, use_causal_mask, cache, cache_update_index,
+                attention_mask, use_causal_mask, cache, cache_update_index, append_to_cache,
                 return_attention_scores, training,
             )  # fmt: skip
         key_heads = _split_heads(self.key_dense, key)  # (B, Tk, N, Hk)
@@ -316,17 +351,21 @@ class MultiHeadAttention(keras.layers.Layer):
         use_causal_mask: bool,
         cache,
         cache_update_index,
+        append_to_cache: bool,
         return_attention_scores: bool,
         training,
     ):
-        """`call` over a key/value cache `(B, 2, N, S, H)`: incremental decoding (with
+        """`call` over a key/value cache `(2, B, N, S, H)`: incremental decoding (with
         `cache_update_index`) or attention over keys/values projected once (without)."""
         if cache_update_index is not None:
             new = _key_value_cache(
                 _split_heads(self.key_dense, key), _split_heads(self.value_dense, value)
-            )  # (B, 2, N, Tq, H)
-            cache = write_positions(cache, cache_update_index, new, axis=3)  # (B, 2, N, S, H)
-        key_heads, value_heads = cache[:, 0], cache[:, 1]  # (B, N, S, H)
+            )  # (2, B, N, Tq, H)
+            if append_to_cache:
+                cache = ops.concatenate([cache, ops.cast(new, cache.dtype)], axis=3)
+            else:
+                cache = write_positions(cache, cache_update_index, new, axis=3)  # (2, B, N, S, H)
+        key_heads, value_heads = ops.unstack(cache, 2, axis=0)  # (B, N, S, H): no copies
         # In incremental decoding the keys are the cache; padding masks of this call's keys
         # do not describe it, so they are not applied. Over a projected cache, the value's.
         key_padding = None
@@ -340,6 +379,7 @@ class MultiHeadAttention(keras.layers.Layer):
             attention_mask,
             use_causal_mask,
             cache_update_index,
+            cache_all_written=append_to_cache,
         )
         dropout_active = bool(training) and self.dropout > 0
         attended, scores = scaled_dot_product_attention(
@@ -410,8 +450,8 @@ def _quantized(dense: keras.layers.EinsumDense, x):
 
 
 def _key_value_cache(keys, values):
-    """Keys and values `(B, T, heads, head_dim)` as a cache `(B, 2, heads, T, head_dim)`."""
-    return ops.stack([ops.swapaxes(keys, 1, 2), ops.swapaxes(values, 1, 2)], axis=1)
+    """Keys and values `(B, T, heads, head_dim)` as a cache `(2, B, heads, T, head_dim)`."""
+    return ops.stack([ops.swapaxes(keys, 1, 2), ops.swapaxes(values, 1, 2)], axis=0)
 
 
 def _split_heads(dense: keras.layers.EinsumDense, x):

@@ -30,6 +30,8 @@ class TransformerDecoder(TransformerStackBase):
         self_attention_cache: optional list with one self-attention cache per block
             (`initial_cache` makes them).
         self_attention_cache_update_index: where this call's positions are written.
+        append_to_cache: append to the self-attention caches rather than write into them
+            (see `TransformerDecoderBlock`).
         cross_attention_cache: optional list with one cross-attention cache per block
             (`compute_cross_attention_cache` makes them).
         use_causal_mask: mask future positions (default `True`).
@@ -54,8 +56,8 @@ class TransformerDecoder(TransformerStackBase):
         self._build_blocks(decoder_sequence_shape, encoder_sequence_shape)
 
     def initial_cache(self, batch_size, max_length) -> list:
-        """Empty self-attention caches, one `(batch_size, 2, heads, max_length, head_dim)`
-        per block."""
+        """Empty self-attention caches, one `(2, batch_size, heads, max_length, head_dim)`
+        per block (`max_length` 0: to grow with `append_to_cache`)."""
         return [block.initial_cache(batch_size, max_length) for block in self.blocks]
 
     def compute_cross_attention_cache(self, encoder_sequence) -> list:
@@ -74,6 +76,7 @@ class TransformerDecoder(TransformerStackBase):
         self_attention_cache_update_index=None,
         cross_attention_cache=None,
         use_causal_mask: bool = True,
+        append_to_cache: bool = False,
         training=None,
         return_attention_scores: bool = False,
     ):
@@ -107,6 +110,7 @@ class TransformerDecoder(TransformerStackBase):
                 if cross_attention_cache is None
                 else cross_attention_cache[index],
                 use_causal_mask=use_causal_mask,
+                append_to_cache=append_to_cache,
                 training=training,
                 return_attention_scores=return_attention_scores,
             )

@@ -43,10 +43,13 @@ class TransformerDecoderBlock(TransformerBlockBase):
         encoder_padding_mask: optional boolean `(batch, source_len)`; defaults to the Keras
             mask of `encoder_sequence`.
         encoder_attention_mask: optional boolean `(batch, target_len, source_len)`.
-        self_attention_cache: optional `(batch, 2, heads, max_len, head_dim)` cache of the
+        self_attention_cache: optional `(2, batch, heads, max_len, head_dim)` cache of the
             self-attention keys/values (`initial_cache` makes an empty one).
         self_attention_cache_update_index: where this call's positions are written.
-        cross_attention_cache: optional `(batch, 2, source_len, heads, head_dim)` projected
+        append_to_cache: append this call's positions to the self-attention cache, which
+            holds exactly the positions before them, instead of writing them into a
+            fixed-size one (see `MultiHeadAttention`).
+        cross_attention_cache: optional `(2, batch, heads, source_len, head_dim)` projected
             encoder keys/values from `compute_cross_attention_cache`, computed once.
         use_causal_mask: mask future positions (default `True`).
         training: whether dropout is active.
@@ -92,7 +95,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
         )
 
     def initial_cache(self, batch_size, max_length):
-        """An empty self-attention cache `(batch_size, 2, heads, max_length, head_dim)`."""
+        """An empty self-attention cache `(2, batch_size, heads, max_length, head_dim)`."""
         return self.self_attention.initial_cache(batch_size, max_length)
 
     def compute_cross_attention_cache(self, encoder_sequence):
@@ -111,6 +114,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
         self_attention_cache_update_index=None,
         cross_attention_cache=None,
         use_causal_mask: bool = True,
+        append_to_cache: bool = False,
         training=None,
         return_attention_scores: bool = False,
     ):
@@ -149,6 +153,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
                 use_causal_mask=use_causal_mask,
                 cache=self_attention_cache,
                 cache_update_index=self_attention_cache_update_index,
+                append_to_cache=append_to_cache,
                 return_attention_scores=return_attention_scores,
                 training=training,
             )

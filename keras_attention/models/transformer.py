@@ -172,6 +172,7 @@ class Transformer(MultiWorkerFitMixin, keras.Model):
         start_index=0,
         self_attention_cache=None,
         cross_attention_cache=None,
+        append_to_cache: bool = False,
         training=None,
     ):
         """Runs the decoder and the output projection.
@@ -186,6 +187,8 @@ class Transformer(MultiWorkerFitMixin, keras.Model):
                 `self.decoder.initial_cache(batch, max_length)`.
             cross_attention_cache: optional list from
                 `self.decoder.compute_cross_attention_cache(encoder_outputs)`.
+            append_to_cache: grow the self-attention caches (made with `max_length` 0)
+                by this call's positions instead of writing into fixed-size ones.
             training: whether dropout is active.
 
         Returns:
@@ -203,6 +206,7 @@ class Transformer(MultiWorkerFitMixin, keras.Model):
             self_attention_cache=self_attention_cache,
             self_attention_cache_update_index=None if self_attention_cache is None else start_index,
             cross_attention_cache=cross_attention_cache,
+            append_to_cache=append_to_cache,
             training=training,
         )
         hidden, caches = (result, None) if self_attention_cache is None else result

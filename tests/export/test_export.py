@@ -28,7 +28,6 @@ from tensorflow.core.protobuf import config_pb2
 from tensorflow.python.framework import op_def_registry
 
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID
-from keras_attention.data.generated_corpus import generated_splits
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.decoding import beam_search, greedy_search
 from keras_attention.export import (

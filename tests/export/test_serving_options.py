@@ -24,7 +24,6 @@ from keras_attention.warmup_requests import (
 )
 from tests.conftest import to_numpy
 
-
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="the export is a TensorFlow SavedModel"
 )

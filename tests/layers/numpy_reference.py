@@ -342,14 +342,16 @@ def decode_one_position_at_a_time(
     target: np.ndarray,
     source: np.ndarray | None = None,
     encoder_padding_mask: np.ndarray | None = None,
+    append: bool = False,
 ) -> np.ndarray:
     """Runs a decoder block or stack one target position at a time with a self-attention
     cache and a cross-attention cache; returns the `(batch, target_len, d_model)` outputs.
 
     The encoder sequence passed to each step is zeros: the cross-attention must use the
-    cache computed once from `source`, not project the encoder sequence again."""
+    cache computed once from `source`, not project the encoder sequence again. `append`:
+    the self-attention cache starts empty and grows (`append_to_cache`)."""
     batch, length = target.shape[:2]
-    cache = layer.initial_cache(batch, length)
+    cache = layer.initial_cache(batch, 0 if append else length)
     cross_cache = None if source is None else layer.compute_cross_attention_cache(source)
     outputs = []
     for index in range(length):
@@ -360,6 +362,7 @@ def decode_one_position_at_a_time(
             self_attention_cache=cache,
             self_attention_cache_update_index=index,
             cross_attention_cache=cross_cache,
+            append_to_cache=append,
         )
         outputs.append(keras.ops.convert_to_numpy(output))
     return np.concatenate(outputs, axis=1)

@@ -92,20 +92,23 @@ def _decode_in_chunks(
     chunk: int,
     tensor_index: bool,
     attention_mask: np.ndarray | None = None,
+    append: bool = False,
     **kwargs,
 ) -> tuple[list, np.ndarray]:
     """Self-attention over `x` a chunk of positions at a time through a cache.
 
     `attention_mask` `(batch, len, len)` is passed a chunk of query rows at a time, over the
-    whole cache. Returns the per-chunk results (each without the cache) and the final cache.
+    whole cache (over the positions so far when `append`: the cache then starts empty and
+    grows). Returns the per-chunk results (each without the cache) and the final cache.
     """
-    cache = layer.initial_cache(BATCH, x.shape[1])
+    cache = layer.initial_cache(BATCH, 0 if append else x.shape[1])
     results = []
     for start in range(0, x.shape[1], chunk):
         index = keras.ops.convert_to_tensor(start) if tensor_index else start
         rows = slice(start, start + chunk)
         if attention_mask is not None:
-            kwargs["attention_mask"] = attention_mask[:, rows]
+            keys = slice(0, start + chunk) if append else slice(None)
+            kwargs["attention_mask"] = attention_mask[:, rows, keys]
         # The order of every layer of the library: output, cache, then scores.
         output, cache, *scores = layer(
             x[:, rows],
@@ -113,6 +116,7 @@ def _decode_in_chunks(
             cache=cache,
             cache_update_index=index,
             use_causal_mask=True,
+            append_to_cache=append,
             **kwargs,
         )
         results.append([to_numpy(r) for r in (output, *scores)])
@@ -269,11 +273,12 @@ def test_keras_masks_are_applied_in_a_functional_model():
     np.testing.assert_allclose(to_numpy(model(tokens)), want, **TOLERANCE)
 
 
+@pytest.mark.parametrize("append", [False, True], ids=["fixed_cache", "growing_cache"])
 @pytest.mark.parametrize("tensor_index", [False, True], ids=["int_index", "tensor_index"])
 @pytest.mark.parametrize("chunk", [1, 2])
 @pytest.mark.parametrize("return_scores", [False, True], ids=["fused_path", "scores_path"])
 def test_cached_decoding_matches_a_full_causal_call(
-    chunk: int, tensor_index: bool, return_scores: bool
+    chunk: int, tensor_index: bool, return_scores: bool, append: bool
 ):
     x = _random((BATCH, 6, D_MODEL), 1)
     layer = _built_layer(x, x)
@@ -283,23 +288,27 @@ def test_cached_decoding_matches_a_full_causal_call(
     )
     np.testing.assert_allclose(full, want_output, **TOLERANCE)
     results, cache = _decode_in_chunks(
-        layer, x, chunk, tensor_index, return_attention_scores=return_scores
+        layer, x, chunk, tensor_index, return_attention_scores=return_scores, append=append
     )
     np.testing.assert_allclose(np.concatenate([r[0] for r in results], axis=1), full, **TOLERANCE)
     if return_scores:
-        scores = np.concatenate([r[1] for r in results], axis=2)  # (B, N, T, max_len)
+        # Over a growing cache a chunk's scores cover the positions so far: pad to compare.
+        padded = [np.pad(r[1], [(0, 0)] * 3 + [(0, 6 - r[1].shape[3])]) for r in results]
+        scores = np.concatenate(padded, axis=2)  # (B, N, T, max_len)
         np.testing.assert_allclose(scores, want_weights, **TOLERANCE)
     want_keys, want_values = _reference_projections(layer, x)  # (B, T, N, H)
-    np.testing.assert_allclose(cache[:, 0], want_keys.swapaxes(1, 2), **TOLERANCE)
-    np.testing.assert_allclose(cache[:, 1], want_values.swapaxes(1, 2), **TOLERANCE)
+    assert cache.shape == (2, BATCH, HEADS, 6, D_MODEL // HEADS)
+    np.testing.assert_allclose(cache[0], want_keys.swapaxes(1, 2), **TOLERANCE)
+    np.testing.assert_allclose(cache[1], want_values.swapaxes(1, 2), **TOLERANCE)
 
 
-def test_cached_decoding_applies_an_attention_mask_over_the_cache():
+@pytest.mark.parametrize("append", [False, True], ids=["fixed_cache", "growing_cache"])
+def test_cached_decoding_applies_an_attention_mask_over_the_cache(append: bool):
     x = _random((BATCH, 6, D_MODEL), 1)
     layer = _built_layer(x, x)
     attention_mask = np.random.default_rng(5).random((BATCH, 6, 6)) < 0.6
     attention_mask[:, :, 0] = True
-    results, _ = _decode_in_chunks(layer, x, 2, False, attention_mask=attention_mask)
+    results, _ = _decode_in_chunks(layer, x, 2, False, attention_mask=attention_mask, append=append)
     mask = _reference_mask(6, 6, attention_mask=attention_mask, use_causal_mask=True)
     want, _ = _reference_mha(layer, x, x, mask=mask)
     np.testing.assert_allclose(np.concatenate([r[0] for r in results], axis=1), want, **TOLERANCE)
@@ -314,9 +323,9 @@ def test_cache_holds_only_written_positions_and_is_not_modified_in_place():
     )
     np.testing.assert_array_equal(to_numpy(empty), 0.0)
     want_keys, want_values = _reference_projections(layer, x[:, :3])
-    # Heads before positions: (batch, 2, heads, max_len, head_dim).
-    np.testing.assert_allclose(cache[:, 0, :, :3], want_keys.swapaxes(1, 2), **TOLERANCE)
-    np.testing.assert_allclose(cache[:, 1, :, :3], want_values.swapaxes(1, 2), **TOLERANCE)
+    # Keys and values first, heads before positions: (2, batch, heads, max_len, head_dim).
+    np.testing.assert_allclose(cache[0, :, :, :3], want_keys.swapaxes(1, 2), **TOLERANCE)
+    np.testing.assert_allclose(cache[1, :, :, :3], want_values.swapaxes(1, 2), **TOLERANCE)
     np.testing.assert_array_equal(cache[:, :, :, 3:], 0.0)
     np.testing.assert_allclose(
         output, _call(layer, x[:, :3], x[:, :3], use_causal_mask=True)[0], **TOLERANCE
@@ -352,8 +361,8 @@ def test_cross_attention_cache_equals_the_plain_call(return_scores: bool):
     layer = _built_layer(query, memory)
     cache = layer.compute_key_value_cache(memory)
     want_keys, want_values = _reference_projections(layer, memory)
-    np.testing.assert_allclose(to_numpy(cache)[:, 0], want_keys.swapaxes(1, 2), **TOLERANCE)
-    np.testing.assert_allclose(to_numpy(cache)[:, 1], want_values.swapaxes(1, 2), **TOLERANCE)
+    np.testing.assert_allclose(to_numpy(cache)[0], want_keys.swapaxes(1, 2), **TOLERANCE)
+    np.testing.assert_allclose(to_numpy(cache)[1], want_values.swapaxes(1, 2), **TOLERANCE)
     plain = _call(
         layer, query, memory, value_mask=value_mask, return_attention_scores=return_scores
     )
@@ -454,6 +463,13 @@ def test_cache_needs_key_dim_equal_to_value_dim():
         layer.compute_key_value_cache(x)
     with pytest.raises(ValueError, match=message):
         layer(x, x, cache=np.zeros((BATCH, 2, 4, HEADS, 4), "float32"), cache_update_index=0)
+
+
+def test_append_to_cache_needs_a_cache_update_index():
+    x = _random((BATCH, 4, D_MODEL), 1)
+    layer = _built_layer(x, x)
+    with pytest.raises(ValueError, match=r"append_to_cache needs .*cache_update_index=None"):
+        layer(x, x, cache=layer.initial_cache(BATCH, 0), append_to_cache=True)
 
 
 def test_cache_update_index_needs_a_cache():

@@ -118,14 +118,15 @@ def test_keras_masks_flow_from_embeddings_through_the_encoder(kind: str):
 
 
 @NORM_FIRST
+@pytest.mark.parametrize("append", [False, True], ids=["fixed_cache", "growing_cache"])
 @pytest.mark.parametrize("setting", ["cross_attention", "source_padding", "decoder_only"])
-def test_cached_decoding_equals_full_causal_call(norm_first: bool, setting: str):
+def test_cached_decoding_equals_full_causal_call(norm_first: bool, setting: str, append: bool):
     decoder = make_decoder(setting != "decoder_only", norm_first=norm_first)
     target, source = ref.random_sequence(T, seed=1), source_for(decoder)
     source_padding = ref.SOURCE_PADDING if setting == "source_padding" else None
     full = decoder(target, source, encoder_padding_mask=source_padding)
     ref.assert_close(full, reference(decoder, target, source, source_padding, None)[0])
-    stepwise = ref.decode_one_position_at_a_time(decoder, target, source, source_padding)
+    stepwise = ref.decode_one_position_at_a_time(decoder, target, source, source_padding, append)
     ref.assert_close(stepwise, full)
 
 

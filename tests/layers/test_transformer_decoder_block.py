@@ -157,14 +157,15 @@ def test_keras_masks_are_used(kind: str):
 
 
 @NORM_FIRST
+@pytest.mark.parametrize("append", [False, True], ids=["fixed_cache", "growing_cache"])
 @pytest.mark.parametrize("setting", ["cross_attention", "source_padding", "decoder_only"], ids=str)
-def test_cached_decoding_equals_full_causal_call(norm_first: bool, setting: str):
+def test_cached_decoding_equals_full_causal_call(norm_first: bool, setting: str, append: bool):
     block = make_block(setting != "decoder_only", norm_first=norm_first)
     target, source = inputs_for(block)
     source_padding = ref.SOURCE_PADDING if setting == "source_padding" else None
     full = block(target, source, encoder_padding_mask=source_padding)
     ref.assert_close(full, reference(block, target, source, None, source_padding)[0])
-    stepwise = ref.decode_one_position_at_a_time(block, target, source, source_padding)
+    stepwise = ref.decode_one_position_at_a_time(block, target, source, source_padding, append)
     ref.assert_close(stepwise, full)
 
 
@@ -172,7 +173,7 @@ def test_cache_is_returned_not_updated_in_place():
     block = make_block()
     target, source = inputs_for(block)
     empty = block.initial_cache(ref.BATCH, T)
-    assert tuple(empty.shape) == (ref.BATCH, 2, ref.NUM_HEADS, T, ref.D_MODEL // ref.NUM_HEADS)
+    assert tuple(empty.shape) == (2, ref.BATCH, ref.NUM_HEADS, T, ref.D_MODEL // ref.NUM_HEADS)
     _, cache = block(
         target[:, :2], source, self_attention_cache=empty, self_attention_cache_update_index=0
     )

@@ -409,13 +409,14 @@ def test_dropout_only_in_training():
     assert_differ(model((SOURCE, TARGET), training=True), expected)
 
 
+@pytest.mark.parametrize("append", [False, True], ids=["fixed_cache", "growing_cache"])
 @pytest.mark.parametrize("config", ["tied", "pre_ln"])
 @pytest.mark.parametrize("chunk", [1, 2])
-def test_cached_decoding_equals_full_decode(chunk: int, config: str):
+def test_cached_decoding_equals_full_decode(chunk: int, config: str, append: bool):
     model = make_model(**EMBEDDING_CONFIGS[config])
     encoded, source_mask = model.encode(SOURCE)
     full = to_numpy(model.decode(TARGET, encoded, source_mask))
-    cache = model.decoder.initial_cache(BATCH, TARGET_LEN)
+    cache = model.decoder.initial_cache(BATCH, 0 if append else TARGET_LEN)
     cross_cache = model.decoder.compute_cross_attention_cache(encoded)
     pieces = []
     for start in range(0, TARGET_LEN, chunk):
@@ -426,10 +427,12 @@ def test_cached_decoding_equals_full_decode(chunk: int, config: str):
             start_index=start,
             self_attention_cache=cache,
             cross_attention_cache=cross_cache,
+            append_to_cache=append,
         )
         assert keras.backend.standardize_dtype(logits.dtype) == "float32"
         pieces.append(to_numpy(logits))
     assert len(cache) == SIZE["num_decoder_layers"]
+    assert tuple(cache[0].shape)[:2] == (2, BATCH) and cache[0].shape[3] == TARGET_LEN
     assert_close(np.concatenate(pieces, axis=1), full)
 
 

@@ -5,9 +5,12 @@ it fills `prompt` from column `index` on, calling `next(prompt, cache, index)` f
 of the token at `index`, which must return `(logits, hidden_states, cache)`. Here the prompt
 is `[BOS, 0, 0, ...]` (one column more than the longest output allowed) and `next` feeds the
 token at `index - 1` through `Transformer.decode` with the key/value caches, as our own
-searches do. The sampler carries the self-attention caches (the list of per-block tensors
-`(rows, 2, length, heads, head_dim)` of `model.decoder.initial_cache`) as its `cache`: the
-beam sampler repeats them for its beams and reorders them after every step, like ours. The
+searches do. The sampler carries the self-attention caches (the per-block fixed-size
+buffers of `model.decoder.initial_cache`, `(2, rows, heads, length, head_dim)`, held rows
+first, `(rows, 2, ...)`, since the sampler repeats and reorders a cache along its first
+axis; `next` swaps the two axes back and forth, two copies a step that ours do not make) as
+its `cache`: the beam sampler repeats them for its beams and reorders them after every step,
+like ours. The
 encoder output and the cross-attention caches never change, so `next` closes over them,
 repeated for the beams once.
 
@@ -94,7 +97,7 @@ def sampler_search(model, source_ids, sampler, extra_length: int):
         encoded, source_mask, limits = (
             ops.repeat(x, beams, axis=0) for x in (encoded, source_mask, limits)
         )
-        cross = [ops.repeat(c, beams, axis=0) for c in cross]
+        cross = [ops.repeat(c, beams, axis=1) for c in cross]
 
     def next_logits(prompt, cache, index):
         step = index - 1
@@ -104,10 +107,11 @@ def sampler_search(model, source_ids, sampler, extra_length: int):
             encoded,
             source_mask,
             start_index=step,
-            self_attention_cache=cache,
+            self_attention_cache=[ops.swapaxes(c, 0, 1) for c in cache],
             cross_attention_cache=cross,
         )
-        return _restricted_logits(logits[:, 0], token[:, 0], index, limits), None, list(cache)
+        rows_first = [ops.swapaxes(c, 0, 1) for c in cache]
+        return _restricted_logits(logits[:, 0], token[:, 0], index, limits), None, rows_first
 
     prompt = ops.concatenate(
         [ops.full((batch, 1), BOS_ID, "int32"), ops.zeros((batch, length), "int32")], axis=1
@@ -116,7 +120,7 @@ def sampler_search(model, source_ids, sampler, extra_length: int):
     tokens = sampler(
         next_logits,
         prompt,
-        cache=list(model.decoder.initial_cache(batch, length)),
+        cache=[ops.swapaxes(c, 0, 1) for c in model.decoder.initial_cache(batch, length)],
         index=1,
         mask=mask,
         stop_token_ids=[EOS_ID],
