@@ -21,6 +21,7 @@ from keras import ops
 from keras_attention.core.checks import check_int_at_least, check_positive_int
 from keras_attention.core.sequence_buffer import write_positions
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID
+from keras_attention.core.wide_top_k import wide_top_k
 
 # The paper: maximum output length = input length + 50.
 DEFAULT_EXTRA_LENGTH = 50
@@ -292,7 +293,9 @@ def beam_search(
         log_probs = _restrict(log_probs, step, beam_limits)
         vocab = ops.shape(log_probs)[-1]
         candidates = alive_scores[:, :, None] + ops.reshape(log_probs, (batch, beams, -1))
-        scores, flat = ops.top_k(ops.reshape(candidates, (batch, -1)), 2 * beams)  # (B, 2K)
+        # The width spelt out: with `-1` a traced graph would not know it (the batch is not).
+        candidates = ops.reshape(candidates, (batch, beams * vocab))
+        scores, flat = wide_top_k(candidates, 2 * beams)  # (B, 2K)
         origin = ops.cast(flat // vocab, "int32")  # (B, 2K): which live hypothesis
         token = ops.cast(flat % vocab, "int32")
         grown = _gather_beams(alive, origin, batch, beams)  # (B*2K, L + 1)

@@ -3,6 +3,7 @@
 - `special_tokens`: the ids of padding, unknown, BOS and EOS;
 - `checks`: argument checks whose errors name the argument and its value;
 - `sequence_buffer`: writing positions into fixed-size buffers (caches, token buffers);
+- `wide_top_k`: the exact top-k of wide rows by block maxima (beam search's candidates);
 - `atomic_files`: writing files so that a kill never leaves a partial one;
 - `quiet_import`: importing Keras without TensorFlow's start-up lines (for the tools).
 
