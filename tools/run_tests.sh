@@ -5,8 +5,9 @@
 # that a file's module fixtures are built once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-KERAS_BACKEND=tensorflow python -m pytest -q -n 2 --dist loadfile tests "$@"
+# The slowest tests are listed (--durations) so that the suite's time can be kept in check.
+KERAS_BACKEND=tensorflow python -m pytest -q -n 2 --dist loadfile --durations=20 tests "$@"
 AGNOSTIC=(tests/core tests/layers tests/test_masks.py tests/models/test_transformer.py
   tests/training/test_memorize.py tests/test_decoding.py)
 KERAS_BACKEND=torch python -m pytest -q -n 2 "${AGNOSTIC[@]}" "$@"
-KERAS_BACKEND=jax python -m pytest -q -n 2 "${AGNOSTIC[@]}" "$@"
+KERAS_BACKEND=jax python -m pytest -q -n 2 --durations=10 "${AGNOSTIC[@]}" "$@"

@@ -6,7 +6,9 @@ Measured in one process on the same sentences (Multi30k test2016, English):
   decodes the whole prefix again, the TensorFlow tutorial's way), each traced once into a
   `tf.function` with dynamic shapes and warmed up before timing;
 - the time of one decoding step at several positions (10, 30, 60 by default): with the cache
-  a step costs the same wherever it is; without, it grows with the position;
+  (grown to the position, as the searches grow it) a step costs nearly the same wherever it
+  is (it attends over, and copies, the positions so far); without, it decodes the whole
+  prefix again and grows with the position;
 - sentences per second of the exported SavedModel's signature (strings in, strings out)
   against the same `Translator` called in the library;
 - the int8 model (`model.quantize("int8")` on a copy): its weights file's size against
@@ -141,14 +143,26 @@ def time_batches(function, batches: Sequence[tf.Tensor], rounds: int) -> dict:
     return summarize_rounds(seconds)
 
 
-def step_functions(model, rows: int, cache_length: int):
-    """Single decoding steps: with the cache (a fixed-size buffer) and without (the prefix)."""
+def step_functions(model, rows: int):
+    """Single decoding steps: with the cache (grown to the step's position, as the searches
+    grow it) and without (the whole prefix again)."""
     encoded, mask = model.encode(tf.ones([rows, 20], tf.int32))
     cross = model.decoder.compute_cross_attention_cache(encoded)
-    caches = model.decoder.initial_cache(rows, cache_length)
+    attention = model.decoder.blocks[0].self_attention
+    cache_spec = tf.TensorSpec(
+        [2, rows, attention.num_heads, None, attention.head_key_dim], model.compute_dtype
+    )
+    cache_specs = [cache_spec] * len(model.decoder.blocks)
 
-    @tf.function(autograph=False)
-    def cached(token, index):
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([rows, 1], tf.int32),
+            tf.TensorSpec([], tf.int32),
+            cache_specs,
+        ],
+        autograph=False,
+    )
+    def cached(token, index, caches):
         return model.decode(
             token,
             encoded,
@@ -156,6 +170,7 @@ def step_functions(model, rows: int, cache_length: int):
             start_index=index,
             self_attention_cache=caches,
             cross_attention_cache=cross,
+            append_to_cache=True,
         )
 
     @tf.function(input_signature=[IDS_SPEC], autograph=False)
@@ -168,14 +183,17 @@ def step_functions(model, rows: int, cache_length: int):
 def time_steps(model, config: DecodeBenchmarkConfig) -> list[dict]:
     """Seconds per step at each position of `config.step_points`, cached and recomputed."""
     rows = config.step_rows
-    cached, recomputed = step_functions(model, rows, max(config.step_points) + 1)
+    cached, recomputed = step_functions(model, rows)
     token = tf.fill([rows, 1], 5)
     results = []
     for point in config.step_points:
         index = tf.constant(point, tf.int32)
+        caches = model.decoder.initial_cache(rows, point)  # the positions before `point`
         prefix = tf.fill([rows, point + 1], 5)
-        cached(token, index), recomputed(prefix)  # warm up (a new shape traces once)
-        with_cache = [time_call(lambda i=index: cached(token, i)) for _ in range(config.rounds)]
+        cached(token, index, caches), recomputed(prefix)  # warm up
+        with_cache = [
+            time_call(lambda i=index, c=caches: cached(token, i, c)) for _ in range(config.rounds)
+        ]
         without = [time_call(lambda p=prefix: recomputed(p)) for _ in range(config.rounds)]
         results.append(
             {
