@@ -7,7 +7,8 @@ blocks, takes every block's maximum (one vectorised pass), keeps the `k` blocks 
 largest maxima, and ranks only their entries: the `k` largest entries of a row lie in at most
 `k` blocks, and those blocks' maxima are among the `k` largest maxima, so the result is the
 same, values and indices, ties included (the kept blocks are taken in the row's order, so that
-among equal values the lowest index comes first, as `top_k` orders them).
+among equal values the lowest index comes first, as TensorFlow's and JAX's `top_k` order
+them; PyTorch's orders ties arbitrarily, and so then does this).
 """
 
 from keras import ops
