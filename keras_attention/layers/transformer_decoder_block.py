@@ -99,7 +99,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
         return self.self_attention.initial_cache(batch_size, max_length)
 
     def compute_cross_attention_cache(self, encoder_sequence):
-        """Projects the encoder output once into `(batch, 2, source_len, heads, head_dim)`."""
+        """Projects the encoder output once into `(2, batch, heads, source_len, head_dim)`."""
         return self.cross_attention.compute_key_value_cache(encoder_sequence)
 
     def call(
