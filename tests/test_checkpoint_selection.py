@@ -114,6 +114,26 @@ def test_the_last_weights_stay_when_they_score_best(tokenizer, tmp_path: Path, m
         np.testing.assert_array_equal(held, want)
 
 
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow translation")
+def test_a_checkpoint_of_the_last_weights_is_not_translated_again(
+    tokenizer, tmp_path: Path, monkeypatch
+):
+    model = tiny_transformer(tokenizer.vocabulary_size)
+    paths = save_checkpoints(model, tmp_path, 2)  # the model holds epoch 2's weights
+    calls = []
+    translate_all = selection_module.translate_all
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return translate_all(*args, **kwargs)
+
+    monkeypatch.setattr(selection_module, "translate_all", counted)
+    candidates = {"best": [paths[1]], "average_last_2": paths}
+    chosen = select_weights(model, tokenizer, candidates, SENTENCES, SENTENCES)
+    assert len(calls) == 2  # "last" and the average; "best" is epoch 2, the last weights
+    assert chosen.validation["best"] == chosen.validation["last"]
+
+
 def write_log(path: Path, rows: list[dict]) -> None:
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))

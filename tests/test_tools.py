@@ -90,7 +90,7 @@ def check_evaluation_output(stdout: str, hypotheses_file: Path, count: int, seed
     assert all(0.0 <= value <= 100.0 for value in values.values())
     hypotheses = output_lines(hypotheses_file.read_text(encoding="utf-8"))
     assert len(hypotheses) == count
-    references = load_corpus("generated", seed=seed)["test"][1][:count]
+    references = load_corpus("generated", seed=seed, train_pairs=0)["test"][1][:count]
     expected = sacrebleu.corpus_chrf(hypotheses, [references]).score
     assert values["chrf"] == pytest.approx(expected, abs=1e-9)
     expected = sacrebleu.corpus_bleu(hypotheses, [references], tokenize="13a").score
@@ -208,7 +208,7 @@ def test_evaluate_a_run_on_its_own_whole_test_split(run_dir: Path, tmp_path: Pat
     hypotheses = tmp_path / "hypotheses.txt"
     stdout = run_ok("evaluate", "--run-dir", copy, "--beam-size", "2",
                     "--hypotheses", hypotheses)  # fmt: skip
-    count = len(load_corpus("generated", seed=7)["test"][0])
+    count = len(load_corpus("generated", seed=7, train_pairs=0)["test"][0])
     check_evaluation_output(stdout, hypotheses, count, seed=7)
 
 

@@ -135,7 +135,9 @@ def main(argv: list[str] | None = None) -> None:
         settings = corpus_settings(args)
         translate, model_path = load_scored_model(args)
         print(f"model: {model_path}")
-        corpus = load_corpus(settings["dataset"], settings["data_dir"], seed=settings["seed"])
+        corpus = load_corpus(
+            settings["dataset"], settings["data_dir"], settings["seed"], train_pairs=0
+        )
     sources, references = corpus[args.split]
     sources, references = sources[: args.limit], references[: args.limit]
     seed = f" (seed {settings['seed']})" if settings["dataset"] == "generated" else ""

@@ -9,7 +9,10 @@ DATASETS = ("generated", "multi30k")
 
 
 def load_corpus(
-    name: str = "generated", data_dir: str | os.PathLike | None = None, seed: int = 0
+    name: str = "generated",
+    data_dir: str | os.PathLike | None = None,
+    seed: int = 0,
+    train_pairs: int | None = None,
 ) -> dict[str, tuple[list[str], list[str]]]:
     """Loads a named corpus as `{"train": (sources, targets), "val": ..., "test": ...}`.
 
@@ -18,15 +21,25 @@ def load_corpus(
             `"multi30k"` (English-German; local files in `data_dir`, else downloaded).
         data_dir: folder of the Multi30k files.
         seed: the generated corpus's seed.
+        train_pairs: keep only the first `train_pairs` training pairs (`None`: all; 0: none,
+            for a caller that needs only the validation and test splits). The generated
+            corpus then makes only those, and its other splits do not change.
 
     Raises:
-        ValueError: for an unknown name.
+        ValueError: for an unknown name or a negative `train_pairs`.
     """
+    if train_pairs is not None and train_pairs < 0:
+        raise ValueError(f"train_pairs must be None or >= 0; got train_pairs={train_pairs}")
     if name == "generated":
-        splits = generated_splits(seed=seed)
+        sizes = {} if train_pairs is None else {"num_train": train_pairs}
+        splits = generated_splits(seed=seed, **sizes)
         return {
             split: ([s for s, _ in pairs], [t for _, t in pairs]) for split, pairs in splits.items()
         }
     if name == "multi30k":
-        return load_multi30k(data_dir)
+        corpus = load_multi30k(data_dir)
+        if train_pairs is not None:
+            sources, targets = corpus["train"]
+            corpus["train"] = (sources[:train_pairs], targets[:train_pairs])
+        return corpus
     raise ValueError(f"dataset must be one of {DATASETS}; got dataset={name!r}")

@@ -160,10 +160,7 @@ def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
     chief = is_chief(strategy)
     resuming = inspect_run_folder(output_dir, config, overwrite)
     keras.utils.set_random_seed(config.seed)
-    corpus = load_corpus(config.dataset, config.data_dir, seed=config.seed)
-    if config.train_pairs is not None:
-        sources, targets = corpus["train"]
-        corpus["train"] = (sources[: config.train_pairs], targets[: config.train_pairs])
+    corpus = load_corpus(config.dataset, config.data_dir, config.seed, config.train_pairs)
     tokenizer_path = output_dir / "tokenizer.model"
     replicas = strategy.num_replicas_in_sync
     data = None

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import keras
+import numpy as np
 
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.evaluation import score, translate_all
@@ -125,7 +126,10 @@ def select_weights(
     logger.info("validation, last: %s", validation["last"])
     for name, paths in candidates.items():
         average_checkpoints(model, paths)
-        validation[name] = validate()
+        # The best epoch is often the last: the same weights are not translated again.
+        held = model.get_weights()
+        same = all(np.array_equal(a, b) for a, b in zip(held, last_weights, strict=True))
+        validation[name] = dict(validation["last"]) if same else validate()
         logger.info("validation, %s: %s", name, validation[name])
     winner = max(validation, key=lambda name: (validation[name]["bleu"], validation[name]["chrf"]))
     if winner == "last":

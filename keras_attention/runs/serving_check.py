@@ -65,7 +65,8 @@ def export_and_evaluate(
     record = json.loads(bleu_path.read_text()) if bleu_path.is_file() else {}
     if _already_exported(record, output_dir / "export" / "1", beam_size, alpha):
         export_path = Path(record["exported"])
-        sources = load_corpus(config.dataset, config.data_dir, seed=config.seed)["test"][0]
+        corpus = load_corpus(config.dataset, config.data_dir, config.seed, train_pairs=0)
+        sources = corpus["test"][0]
         examples, _ = translate_all(load_exported(export_path), sources[:num_examples])
         scores = Scores(**record["test"], signatures=record["signatures"])
         return ServingCheck(export_path, list(zip(sources, examples, strict=False)), scores)
@@ -73,7 +74,7 @@ def export_and_evaluate(
     translator = Translator(
         result.model, result.tokenizer, beam_size, alpha, max_source_length=config.max_length
     )
-    corpus = load_corpus(config.dataset, config.data_dir, seed=config.seed)
+    corpus = load_corpus(config.dataset, config.data_dir, config.seed, train_pairs=0)
     # Version 1, replaced by a resumed run: a run exports its translator once. Its warm-up
     # requests are validation sentences.
     warmup = [sentence for sentence in corpus["val"][0][:WARMUP_SENTENCES] if sentence.strip()]

@@ -41,3 +41,24 @@ def test_unknown_dataset_raises_naming_it(name):
     with pytest.raises(ValueError, match=f"dataset={name!r}") as error:
         load_corpus(name)
     assert all(known in str(error.value) for known in DATASETS)
+
+
+def test_train_pairs_keeps_a_prefix_and_leaves_the_other_splits():
+    whole = load_corpus("generated", seed=2)
+    for count in (0, 7):
+        part = load_corpus("generated", seed=2, train_pairs=count)
+        assert part["train"] == tuple(side[:count] for side in whole["train"])
+        assert part["val"] == whole["val"] and part["test"] == whole["test"]
+
+
+@needs_multi30k
+def test_train_pairs_cuts_multi30k_training_split():
+    part = load_corpus("multi30k", data_dir=MULTI30K_DIR, train_pairs=5)
+    whole = load_multi30k(MULTI30K_DIR)
+    assert part["train"] == tuple(side[:5] for side in whole["train"])
+    assert part["test"] == whole["test"]
+
+
+def test_negative_train_pairs_is_named():
+    with pytest.raises(ValueError, match="train_pairs=-1"):
+        load_corpus("generated", train_pairs=-1)
