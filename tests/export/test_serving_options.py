@@ -159,3 +159,56 @@ def test_bad_warmup_sentences_are_refused_before_any_write(
     with pytest.raises(ValueError, match="warmup_sentences"):
         export_translator(translator, tmp_path / "export", warmup_sentences=warmup)
     assert not (tmp_path / "export").exists()
+
+
+def _bfloat16_nodes(path: Path) -> int:
+    """How many nodes of the SavedModel (graph and functions) have a bfloat16 dtype attribute."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved_model = saved_model_pb2.SavedModel()
+    saved_model.ParseFromString((path / "saved_model.pb").read_bytes())
+    bfloat16 = tf.bfloat16.as_datatype_enum
+    count = 0
+    for meta_graph in saved_model.meta_graphs:
+        graph = meta_graph.graph_def
+        nodes = [*graph.node, *(n for f in graph.library.function for n in f.node_def)]
+        for node in nodes:
+            types = [a.type for a in node.attr.values()] + [
+                t for a in node.attr.values() for t in a.list.type
+            ]
+            count += bfloat16 in types
+    return count
+
+
+def test_a_mixed_precision_model_is_exported_as_its_float32_copy(tokenizer, tmp_path: Path):
+    from keras_attention.models import Transformer
+
+    from .conftest import TINY_MODEL
+
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        keras.utils.set_random_seed(3)
+        model = Transformer(tokenizer.vocabulary_size, **TINY_MODEL)
+        model.build()
+    finally:
+        keras.config.set_dtype_policy(previous)
+    translator = Translator(model, tokenizer, beam_size=2, extra_length=EXTRA)
+    default = export_translator(translator, tmp_path / "float32")
+    as_model = export_translator(translator, tmp_path / "model", dtype=None)
+    assert _bfloat16_nodes(default) == 0 and _bfloat16_nodes(as_model) > 0
+    assert model.compute_dtype == "bfloat16"  # the caller's model is left as it was
+
+    sources = tf.constant(["the dog sees a cat", "a small house"])
+    float32 = Translator(
+        Transformer.from_config({**model.get_config(), "dtype": "float32"}),
+        tokenizer,
+        beam_size=2,
+        extra_length=EXTRA,
+    )
+    float32.model.build()
+    float32.model.set_weights(model.get_weights())
+    want = float32.translate(sources)
+    got = load_exported(default)(sentences=sources)
+    assert got["translations"].numpy().tolist() == want["translations"].numpy().tolist()
+    np.testing.assert_allclose(to_numpy(got["scores"]), to_numpy(want["scores"]), rtol=1e-5)

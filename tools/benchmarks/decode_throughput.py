@@ -40,7 +40,7 @@ from keras_attention.data.multi30k import load_multi30k
 from keras_attention.decoding import DEFAULT_EXTRA_LENGTH, beam_search, greedy_search
 from keras_attention.evaluation import translate_all
 from keras_attention.export import Translator, export_translator, load_exported
-from keras_attention.models import Transformer
+from keras_attention.models import Transformer, copy_with_dtype
 from keras_attention.runs.files import run_beam_search
 from keras_attention.runs.train import load_run
 
@@ -205,20 +205,9 @@ def time_steps(model, config: DecodeBenchmarkConfig) -> list[dict]:
     return results
 
 
-def model_copy(model: Transformer, dtype: str | None = None) -> Transformer:
-    """A copy of `model` with the same weights; with `dtype` (e.g. `"float32"`), in it."""
-    config = model.get_config()
-    if dtype is not None:
-        config["dtype"] = dtype
-    copy = Transformer.from_config(config)
-    copy.build()
-    copy.set_weights(model.get_weights())
-    return copy
-
-
 def quantized_copy(model: Transformer) -> Transformer:
     """A copy of `model` with the same weights, quantized to int8."""
-    copy = model_copy(model)
+    copy = copy_with_dtype(model, model.dtype_policy.name)
     copy.quantize("int8")
     return copy
 
@@ -284,7 +273,7 @@ def benchmark_model(config: DecodeBenchmarkConfig, splits: dict):
     """
     if config.run_dir is not None:
         model, tokenizer = load_run(config.run_dir)
-        model = model_copy(model, "float32")
+        model = copy_with_dtype(model, "float32")
         defaults = {
             "alpha": run_beam_search(config.run_dir)[1],
             "extra_length": DEFAULT_EXTRA_LENGTH,
