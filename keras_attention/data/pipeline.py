@@ -217,7 +217,34 @@ def make_batches(
         dataset = dataset.shuffle(
             max(1, encoded.num_pairs), seed=seed, reshuffle_each_iteration=True
         )
-    dataset = dataset.map(
+    dataset = bucket_batches(dataset, lengths, sizes, length_multiple, shuffle, seed)
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
+    return for_fit(dataset)
+
+
+def bucket_batches(
+    pairs: tf.data.Dataset,
+    lengths: list[int],
+    sizes: list[int],
+    length_multiple: int,
+    shuffle: bool,
+    seed: int | None,
+) -> tf.data.Dataset:
+    """Token-id pairs -> batches of the buckets of `bucket_plan` (see `make_batches`).
+
+    Args:
+        pairs: `(source ids + EOS, BOS + target ids + EOS)` int32 vectors, none longer than
+            the largest bucket.
+        lengths: the buckets' padded lengths.
+        sizes: their batch sizes.
+        length_multiple: the step between lengths.
+        shuffle: shuffle the order of the batches (within a window of 64).
+        seed: shuffling seed.
+
+    Returns:
+        A dataset of `((source, target_in), target_out)` int32 batches.
+    """
+    dataset = pairs.map(
         lambda source, target: (source, target[:-1], target[1:]),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
@@ -233,8 +260,11 @@ def make_batches(
     dataset = dataset.map(_fill_batch(tf.constant(sizes, tf.int32), length_multiple))
     if shuffle:
         dataset = dataset.shuffle(64, seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.map(lambda source, target_in, target_out: ((source, target_in), target_out))
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
+    return dataset.map(lambda source, target_in, target_out: ((source, target_in), target_out))
+
+
+def for_fit(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """Prefetching, and sharding by data across workers (see `make_batches`)."""
     # Across workers, every worker runs this whole pipeline (same seed, same batches) and
     # keeps its share of the rows of each global batch.
     options = tf.data.Options()

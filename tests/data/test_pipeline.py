@@ -9,23 +9,16 @@ import pytest
 import tensorflow as tf
 
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID
-from keras_attention.data.generated_corpus import generated_splits
 from keras_attention.data.multi30k import load_multi30k
 from keras_attention.data.pipeline import bucket_plan, encode_pairs, make_batches
 from keras_attention.data.tokenizer import SubwordTokenizer
+from tests.data.conftest import GENERATED_SOURCES, GENERATED_TARGETS, repeat
 from tests.data.test_multi30k import MULTI30K_DIR, needs_multi30k
 
 Batch = tuple[np.ndarray, np.ndarray, np.ndarray]  # source, target_in, target_out
 Row = tuple[tuple[int, ...], tuple[int, ...]]  # source ids, target ids
 
-GENERATED = generated_splits(num_train=400, num_val=0, num_test=0, seed=1)["train"]
-GENERATED_SOURCES = [en for en, _ in GENERATED]
-GENERATED_TARGETS = [de for _, de in GENERATED]
 LOGGER = "keras_attention.data.pipeline"
-
-
-def repeat(word: str, count: int) -> str:
-    return " ".join([word] * count)
 
 
 def encoded_rows(encoded) -> Counter:
@@ -103,20 +96,6 @@ def check_batches(
 
 def flat_order(batches: list[Batch]) -> list:
     return [row.tobytes() for source, _, _ in batches for row in source if row.any()]
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return SubwordTokenizer.train(GENERATED_SOURCES + GENERATED_TARGETS, 300)
-
-
-@pytest.fixture(scope="module")
-def one_piece_word(tokenizer):
-    """A word that is one subword, so that `repeat(word, n)` is `n` tokens long."""
-    for word in ("the", "die", "The", "Die", "der"):
-        if tokenizer.tokenize([repeat(word, 7)]).row_lengths().numpy().tolist() == [7]:
-            return word
-    raise AssertionError("no one-piece word in the test vocabulary")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,239 @@
+"""Parallel text files streamed with `tf.data`: read, checked and tokenized in the pipeline.
+
+Nothing is read into Python lists: memory does not grow with the corpus, and the first batch
+is ready after its own lines are read, not after the whole corpus. One or many shards per
+side, plain text or gzip (by the `.gz` suffix). Line `i` of a source shard translates line
+`i` of its target shard; a pair of shards whose line counts differ, or a line that is not
+UTF-8, stops the stream with an error that names the file and the line.
+"""
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import tensorflow as tf
+
+from keras_attention.core.special_tokens import BOS_ID, EOS_ID
+from keras_attention.data.pipeline import (
+    LONG_PAIR_POLICIES,
+    bucket_batches,
+    bucket_plan,
+    for_fit,
+)
+from keras_attention.data.tokenizer import SubwordTokenizer
+
+# A line of a text file never holds a line feed: this marks the end of a shard.
+_END = "\n"
+TOKENIZE_BATCH = 512
+SHUFFLE_BUFFER = 100_000
+
+
+def check_shards(
+    source_files: Sequence[str | os.PathLike], target_files: Sequence[str | os.PathLike]
+) -> tuple[list[str], list[str]]:
+    """The shard lists as strings, checked: as many source as target shards, all present.
+
+    Raises:
+        ValueError: if the lists are empty or of different lengths.
+        FileNotFoundError: naming a missing shard.
+    """
+    sources, targets = [str(p) for p in source_files], [str(p) for p in target_files]
+    if not sources or len(sources) != len(targets):
+        raise ValueError(
+            "source_files and target_files must be non-empty lists of the same length (shard i "
+            f"of one translates shard i of the other); got {len(sources)} and {len(targets)}"
+        )
+    for path in sources + targets:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"corpus file not found: {path}")
+    return sources, targets
+
+
+def _lines(path: tf.Tensor) -> tf.data.Dataset:
+    """The lines of one shard (gzip if its name ends in `.gz`), then the end marker."""
+    compression = tf.where(tf.strings.regex_full_match(path, r".*\.gz"), "GZIP", "")
+    lines = tf.data.TextLineDataset(path, compression_type=compression)
+    return lines.concatenate(tf.data.Dataset.from_tensors(tf.constant(_END)))
+
+
+def _checked(source_path: tf.Tensor, target_path: tf.Tensor):
+    """A map over `(line_number, (source, target))` that stops on misaligned or bad lines."""
+
+    def check(number, pair):
+        source, target = pair
+        source_end, target_end = tf.equal(source, _END), tf.equal(target, _END)
+        shorter = tf.where(source_end, source_path, target_path)
+        longer = tf.where(source_end, target_path, source_path)
+        misaligned = tf.strings.join(
+            [
+                "parallel files differ in length: ", shorter, " ends after line ",
+                tf.strings.as_string(number - 1), ", ", longer, " goes on; line i of one must "
+                "translate line i of the other",
+            ]
+        )  # fmt: skip
+        aligned = tf.debugging.Assert(tf.equal(source_end, target_end), [misaligned])
+        checks = [aligned]
+        for path, line in ((source_path, source), (target_path, target)):
+            repaired = tf.strings.unicode_transcode(
+                line, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+            )
+            where = [path, ":", tf.strings.as_string(number)]
+            message = tf.strings.join([*where, ": not valid UTF-8"])
+            checks.append(tf.debugging.Assert(tf.equal(repaired, line), [message]))
+        with tf.control_dependencies(checks):
+            # A CRLF file's lines keep their CR: drop it, as `read_parallel` does.
+            return (
+                tf.strings.regex_replace(source, "\r$", ""),
+                tf.strings.regex_replace(target, "\r$", ""),
+            )
+
+    return check
+
+
+def _shard_pairs(source_path: tf.Tensor, target_path: tf.Tensor) -> tf.data.Dataset:
+    pairs = tf.data.Dataset.zip((_lines(source_path), _lines(target_path))).enumerate(start=1)
+    pairs = pairs.map(_checked(source_path, target_path))
+    return pairs.filter(lambda source, target: tf.not_equal(source, _END))
+
+
+def parallel_text(
+    source_files: Sequence[str | os.PathLike],
+    target_files: Sequence[str | os.PathLike],
+    shuffle_files: bool = False,
+    seed: int | None = None,
+    cycle_length: int = 4,
+) -> tf.data.Dataset:
+    """Sentence pairs streamed from aligned text shards.
+
+    Pairs where either side is blank are dropped (they teach nothing), as in `read_parallel`.
+
+    Args:
+        source_files: the source shards.
+        target_files: the target shards, shard i aligned with source shard i.
+        shuffle_files: visit the shards in a new seeded order every pass.
+        seed: the shard-shuffling seed.
+        cycle_length: shards read at once, their lines interleaved.
+
+    Returns:
+        A `tf.data.Dataset` of `(source, target)` `tf.string` scalars. Iterating it raises
+        `tf.errors.InvalidArgumentError` naming the file and line of a misalignment or of a
+        line that is not UTF-8.
+
+    Raises:
+        ValueError, FileNotFoundError: see `check_shards`.
+    """
+    sources, targets = check_shards(source_files, target_files)
+    shards = tf.data.Dataset.from_tensor_slices((sources, targets))
+    if shuffle_files:
+        shards = shards.shuffle(len(sources), seed=seed, reshuffle_each_iteration=True)
+    pairs = shards.interleave(
+        _shard_pairs,
+        cycle_length=min(cycle_length, len(sources)),
+        block_length=1,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
+    nonblank = tf.strings.regex_full_match
+    return pairs.filter(
+        lambda source, target: ~(nonblank(source, r"\s*") | nonblank(target, r"\s*"))
+    )
+
+
+def tokenize_pairs(
+    pairs: tf.data.Dataset,
+    tokenizer: SubwordTokenizer,
+    max_length: int = 128,
+    long_pairs: str = "drop",
+) -> tf.data.Dataset:
+    """Sentence pairs -> `(source ids + EOS, BOS + target ids + EOS)`, tokenized in batches.
+
+    Over-long pairs (source with EOS, or BOS + target, longer than `max_length` tokens) are
+    dropped or cut, as `encode_pairs` does.
+
+    Args:
+        pairs: a dataset of `(source, target)` strings (`parallel_text`).
+        tokenizer: the subword tokenizer.
+        max_length: the longest sequence kept, in tokens.
+        long_pairs: `"drop"` or `"cut"` (keep the first `max_length` tokens, ending with EOS).
+
+    Returns:
+        A dataset of `(source_ids, target_ids)` int32 vectors.
+    """
+    if long_pairs not in LONG_PAIR_POLICIES:
+        raise ValueError(f"long_pairs must be one of {LONG_PAIR_POLICIES}; got {long_pairs!r}")
+    if max_length < 2:
+        raise ValueError(f"max_length must be >= 2; got max_length={max_length}")
+
+    def tokenize(sources, targets):
+        return (
+            tf.cast(tokenizer.tokenize(sources), tf.int32),
+            tf.cast(tokenizer.tokenize(targets), tf.int32),
+        )
+
+    ids = pairs.batch(TOKENIZE_BATCH).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE)
+    ids = ids.unbatch()
+    if long_pairs == "drop":
+        ids = ids.filter(
+            lambda source, target: (tf.size(source) < max_length) & (tf.size(target) < max_length)
+        )
+    else:
+        ids = ids.map(lambda source, target: (source[: max_length - 1], target[: max_length - 1]))
+    eos, bos = tf.constant([EOS_ID], tf.int32), tf.constant([BOS_ID], tf.int32)
+    return ids.map(
+        lambda source, target: (tf.concat([source, eos], 0), tf.concat([bos, target, eos], 0)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+
+
+def stream_batches(
+    source_files: Sequence[str | os.PathLike],
+    target_files: Sequence[str | os.PathLike],
+    tokenizer: SubwordTokenizer,
+    max_tokens: int = 4096,
+    max_length: int = 128,
+    length_multiple: int = 8,
+    batch_multiple: int = 1,
+    shuffle: bool = True,
+    seed: int | None = None,
+    shuffle_buffer: int = SHUFFLE_BUFFER,
+    long_pairs: str = "drop",
+) -> tf.data.Dataset:
+    """Batches by number of tokens, in the fixed bucket shapes of `make_batches`, streamed
+    from text shards: one pass over the corpus, its size unknown until read.
+
+    Args:
+        source_files: the source shards (plain text or `.gz`, one sentence per line).
+        target_files: the target shards, aligned with them.
+        tokenizer: the subword tokenizer.
+        max_tokens: padded tokens per batch, at most.
+        max_length: the longest sequence kept, in tokens (longer pairs: `long_pairs`).
+        length_multiple: padded lengths are multiples of this.
+        batch_multiple: batch sizes are multiples of this (the number of replicas).
+        shuffle: shuffle the shards' order, the pairs (in a buffer of `shuffle_buffer` pairs:
+            memory is bounded by the buffer, not the corpus) and the batches, anew each pass.
+        seed: shuffling seed.
+        shuffle_buffer: pairs held for shuffling.
+        long_pairs: `"drop"` or `"cut"` over-long pairs.
+
+    Returns:
+        A `tf.data.Dataset` of `((source, target_in), target_out)` int32 batches (cardinality
+        unknown).
+    """
+    lengths, sizes = bucket_plan(max_length, max_tokens, length_multiple, batch_multiple)
+    pairs = parallel_text(source_files, target_files, shuffle_files=shuffle, seed=seed)
+    if shuffle:
+        pairs = pairs.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    ids = tokenize_pairs(pairs, tokenizer, max_length, long_pairs)
+    return for_fit(bucket_batches(ids, lengths, sizes, length_multiple, shuffle, seed))
+
+
+def stream_error(error: tf.errors.InvalidArgumentError) -> str | None:
+    """The message of a stream's check (misaligned shards, a line not UTF-8) inside the
+    error that iterating the stream raised; `None` for any other error."""
+    match = re.search(r"assertion failed: \[(.*?)\]\s*(\n|$)", error.message)
+    if match is None or not (
+        match.group(1).startswith("parallel files differ") or "not valid UTF-8" in match.group(1)
+    ):
+        return None
+    return match.group(1)
