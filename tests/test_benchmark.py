@@ -1,5 +1,6 @@
 """Smoke test of the training-throughput benchmark (structure and consistency, never speed)."""
 
+import dataclasses
 import re
 
 import pytest
@@ -148,3 +149,33 @@ def test_serve_benchmark_smoke(tmp_path):
     )
     table = serve_throughput.format_serve_table(result)
     assert table.count("sentences/s") == len(rows) and "export / library" in table
+
+
+def test_stream_benchmark_smoke(tmp_path):
+    from keras_attention.data.corpus_shards import write_sharded_corpus
+    from tools.benchmarks import stream_throughput
+
+    write_sharded_corpus(tmp_path / "small", 600, 2)
+    config = stream_throughput.quick_config(
+        corpus_dirs=(str(tmp_path / "small"),), batches=2, train_steps=0, sample_pairs=300
+    )
+    result = stream_throughput.run_stream_benchmark(config)
+    (corpus,) = result["corpora"]
+    for measurement in (corpus["all_cores"], corpus["one_core"]):
+        assert measurement["shards"] == 2 and measurement["batches"] == 2
+        assert 0 < measurement["tokens"] <= measurement["padded_tokens"]
+        assert measurement["tokens_per_s"] == pytest.approx(
+            measurement["tokens"] / measurement["seconds"]
+        )
+        assert measurement["first_batch_s"] > 0 and measurement["peak_mib"] > 100
+    assert result["tokens_per_s_per_core"] == corpus["one_core"]["tokens_per_s"]
+    base = result["paper"]["base"]
+    assert base["tokens_per_s_per_gpu"] == pytest.approx(50_000 / 0.4 / 8)
+    assert base["cores_per_gpu"] == pytest.approx(
+        base["tokens_per_s_per_gpu"] / result["tokens_per_s_per_core"]
+    )
+    assert "cores of this CPU per GPU" in stream_throughput.format_stream_table(result)
+    with pytest.raises(FileNotFoundError, match="no train"):
+        stream_throughput.run_stream_benchmark(
+            dataclasses.replace(config, corpus_dirs=(str(tmp_path),))
+        )

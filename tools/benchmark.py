@@ -40,6 +40,16 @@ backup, log and model writes, during the export), starts the same command again 
 and checks that every file of the run folder loads and that the final weights equal those of
 an uninterrupted run (within the nondeterminism measured between two uninterrupted runs);
 prints points tried / points survived. See tools/benchmarks/fault_injection.py.
+
+    python tools/make_corpus_shards.py --pairs 500000 --shards 4 --output-dir data/s05
+    python tools/make_corpus_shards.py --pairs 4500000 --shards 32 --output-dir data/s45
+    python tools/benchmark.py stream data/s05 data/s45 --train-steps 20
+
+`stream`: text shards streamed through `stream_batches`, each corpus in fresh processes: the
+time to the first batch, the input pipeline's tokens/s with all cores and with one, peak
+memory, and (with --train-steps) a `tiny` model trained on the stream; from the one-core rate,
+the CPU cores per GPU that the paper's throughput needs. See
+tools/benchmarks/stream_throughput.py.
 """
 
 import argparse
@@ -74,6 +84,12 @@ from benchmarks.serve_throughput import (
     run_serve_benchmark,
 )
 from benchmarks.serve_throughput import quick_config as quick_serve_config
+from benchmarks.stream_throughput import (
+    StreamBenchmarkConfig,
+    format_stream_table,
+    run_stream_benchmark,
+)
+from benchmarks.stream_throughput import quick_config as quick_stream_config
 from benchmarks.train_throughput import (
     TrainBenchmarkConfig,
     format_table,
@@ -304,6 +320,32 @@ def run_faults(args: argparse.Namespace) -> dict:
     return report.as_dict()
 
 
+def add_stream_parser(subparsers) -> None:
+    """The `stream` subcommand's arguments (defaults: `StreamBenchmarkConfig`)."""
+    parser = subparsers.add_parser(
+        "stream", help="streaming text shards: memory, first batch, tokens/s per core"
+    )
+    d = StreamBenchmarkConfig()
+    parser.add_argument(
+        "corpus_dirs", nargs="+", help="folders of shards (tools/make_corpus_shards.py)"
+    )
+    parser.add_argument("--batches", type=int, default=None, help=f"({d.batches})")
+    parser.add_argument("--max-tokens", type=int, default=None, help=f"({d.max_tokens})")
+    parser.add_argument("--vocabulary-size", type=int, default=None, help=f"({d.vocabulary_size})")
+    parser.add_argument("--train-steps", type=int, default=None, help=f"({d.train_steps})")
+    parser.add_argument("--quick", action="store_true", help="tiny everything, for a smoke run")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+
+    def run(args: argparse.Namespace) -> dict:
+        args.corpus_dirs = tuple(args.corpus_dirs)
+        return run_benchmark(
+            args, StreamBenchmarkConfig, quick_stream_config, run_stream_benchmark,
+            format_stream_table,
+        )  # fmt: skip
+
+    parser.set_defaults(run=run)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
@@ -312,6 +354,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add_decode_parser(subparsers)
     add_serve_parser(subparsers)
     add_faults_parser(subparsers)
+    add_stream_parser(subparsers)
     return parser.parse_args(argv)
 
 
