@@ -20,6 +20,7 @@ from keras_attention.decoding import greedy_search
 from keras_attention.models import Transformer
 from tools.benchmarks import decode_throughput
 from tools.benchmarks.keras_hub_search import keras_hub_sampler, sampler_search
+from tools.benchmarks.timing import SMOKE_MODEL
 
 ENGINES = {"ours", "ours_int8", "ctranslate2_float32", "ctranslate2_int8", "keras_hub"}
 
@@ -35,7 +36,7 @@ def sources_of_different_lengths(vocabulary_size: int) -> np.ndarray:
 
 
 def test_keras_hub_samplers_over_our_step_match_greedy_search():
-    model = Transformer.from_preset("tiny", vocabulary_size=300, dropout=0.0)
+    model = Transformer.from_preset("tiny", vocabulary_size=300, **{**SMOKE_MODEL, "dropout": 0.0})
     model.build()
     source = sources_of_different_lengths(300)
     # A random model never chooses EOS: make EOS a little likelier than the token it chooses
@@ -61,7 +62,7 @@ def test_keras_hub_samplers_over_our_step_match_greedy_search():
 
 
 def test_keras_hub_beam_sampler_output_layout():
-    model = Transformer.from_preset("tiny", vocabulary_size=300, dropout=0.0)
+    model = Transformer.from_preset("tiny", vocabulary_size=300, **{**SMOKE_MODEL, "dropout": 0.0})
     model.build()
     source = sources_of_different_lengths(300)
     tokens = to_numpy(sampler_search(model, source, keras_hub_sampler(4), extra_length=2))

@@ -44,7 +44,7 @@ from keras_attention.models import Transformer, copy_with_dtype
 from keras_attention.runs.files import run_beam_search
 from keras_attention.runs.train import load_run
 
-from .timing import Stopwatch, summarize_rounds, time_call
+from .timing import SMOKE_MODEL, Stopwatch, summarize_rounds, time_call
 from .train_throughput import DEFAULT_DATA_DIR, cached_tokenizer
 
 IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
@@ -56,6 +56,7 @@ class DecodeBenchmarkConfig:
 
     Attributes:
         preset: model size.
+        model_overrides: preset arguments replaced (random weights only).
         sentences: first N test2016 sentences decoded.
         batch_size: sentences per call (sorted by length first).
         beam_size: beam width of the beam-search rows.
@@ -78,6 +79,7 @@ class DecodeBenchmarkConfig:
     """
 
     preset: str = "small"
+    model_overrides: dict = dataclasses.field(default_factory=dict)
     sentences: int = 1000
     batch_size: int = 100
     beam_size: int = 4
@@ -100,6 +102,7 @@ def quick_config(**changes) -> DecodeBenchmarkConfig:
     """A smoke-test configuration: tiny model, a few sentences, short steps."""
     settings = dict(
         preset="tiny",
+        model_overrides=SMOKE_MODEL,
         sentences=24,
         batch_size=12,
         step_points=(4, 8, 16),
@@ -283,7 +286,9 @@ def benchmark_model(config: DecodeBenchmarkConfig, splits: dict):
         tokenizer = cached_tokenizer(train_en + train_de, config.vocabulary_size, config.cache_dir)
         keras.utils.set_random_seed(config.seed)
         model = Transformer.from_preset(
-            config.preset, vocabulary_size=tokenizer.vocabulary_size, dropout=0.0
+            config.preset,
+            vocabulary_size=tokenizer.vocabulary_size,
+            **{"dropout": 0.0, **config.model_overrides},
         )
         model.build()
         defaults = {"alpha": 0.6, "extra_length": 0}

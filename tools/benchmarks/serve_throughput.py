@@ -32,6 +32,7 @@ from keras_attention.export import (
     export_translator,
 )
 
+from .timing import SMOKE_MODEL
 from .train_throughput import DEFAULT_DATA_DIR, cached_tokenizer
 
 WORKER = Path(__file__).with_name("serve_worker.py")
@@ -44,6 +45,7 @@ class ServeBenchmarkConfig:
     Attributes:
         run_dir: a finished run folder; `None`: `preset` with random weights.
         preset: the model of a random-weights run.
+        model_overrides: preset arguments replaced (random weights only).
         vocabulary_size: its SentencePiece vocabulary (learned from Multi30k train, cached).
         beam_size: beam width of a random-weights run (a run folder's own otherwise).
         alpha: its length-penalty exponent.
@@ -61,6 +63,7 @@ class ServeBenchmarkConfig:
 
     run_dir: str | None = None
     preset: str = "small"
+    model_overrides: dict = dataclasses.field(default_factory=dict)
     vocabulary_size: int = 8000
     beam_size: int = 4
     alpha: float = 0.6
@@ -80,6 +83,7 @@ def quick_config(**changes) -> ServeBenchmarkConfig:
     """A smoke-test configuration: a tiny random model, short outputs, few sentences."""
     settings = dict(
         preset="tiny",
+        model_overrides=SMOKE_MODEL,
         vocabulary_size=500,
         beam_size=2,
         extra_length=2,
@@ -108,7 +112,9 @@ def _model_folder(config: ServeBenchmarkConfig, sources: list[str], work: Path) 
         folder, (beam_size, alpha) = work / "model", (config.beam_size, config.alpha)
         train = load_multi30k(config.data_dir or DEFAULT_DATA_DIR)["train"]
         tokenizer = cached_tokenizer(train[0] + train[1], config.vocabulary_size, config.cache_dir)
-        model = Transformer.from_preset(config.preset, vocabulary_size=tokenizer.vocabulary_size)
+        model = Transformer.from_preset(
+            config.preset, vocabulary_size=tokenizer.vocabulary_size, **config.model_overrides
+        )
         model.build()
         folder.mkdir()
         model.save(folder / "model.keras")

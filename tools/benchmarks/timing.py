@@ -145,3 +145,13 @@ def training_flops(
     >>> training_flops(TransformerDims(3, 3, 256, 1024, 8000), 64, 24, 24)
     """
     return 3 * forward_flops(dims, batch, source_length, target_length)
+
+
+# The smoke tests' model: one layer each side, narrow (tracing cost grows with depth).
+SMOKE_MODEL = {
+    "num_encoder_layers": 1,
+    "num_decoder_layers": 1,
+    "d_model": 32,
+    "num_heads": 2,
+    "intermediate_dim": 64,
+}
