@@ -13,10 +13,15 @@ def paper_optimizer(
     scale: float = 1.0,
     total_steps: int | None = None,
     cooldown_steps: int = 0,
+    accumulate_steps: int = 1,
 ) -> keras.optimizers.Adam:
     """Adam with beta_1=0.9, beta_2=0.98, epsilon=1e-9 on the warm-up schedule (Section 5.3).
 
-    `total_steps` and `cooldown_steps` add `TransformerSchedule`'s final linear decay.
+    `total_steps` and `cooldown_steps` add `TransformerSchedule`'s final linear decay. With
+    `accumulate_steps` k > 1, Keras's gradient accumulation updates the weights once every k
+    micro-batches with their mean gradient (feed batches weighted by
+    `keras_attention.data.token_weighted_updates`, so that the update's loss is the mean
+    over all its target tokens); the schedule and Adam count updates.
 
     Example:
 
@@ -24,11 +29,12 @@ def paper_optimizer(
     """
     return keras.optimizers.Adam(
         learning_rate=TransformerSchedule(
-            d_model, warmup_steps, scale, total_steps, cooldown_steps
+            d_model, warmup_steps, scale, total_steps, cooldown_steps, accumulate_steps
         ),
         beta_1=0.9,
         beta_2=0.98,
         epsilon=1e-9,
+        gradient_accumulation_steps=accumulate_steps if accumulate_steps > 1 else None,
     )
 
 
@@ -39,6 +45,7 @@ def compile_with_paper_recipe(
     learning_rate_scale: float = 1.0,
     total_steps: int | None = None,
     cooldown_steps: int = 0,
+    accumulate_steps: int = 1,
     jit_compile="auto",
     pad_id: int = 0,
     **compile_kwargs,
@@ -53,6 +60,9 @@ def compile_with_paper_recipe(
         total_steps: the run's last step, for `cooldown_steps`.
         cooldown_steps: the schedule falls linearly to zero over the last this many steps
             (0: the paper's schedule throughout).
+        accumulate_steps: micro-batches per update (gradient accumulation, see
+            `paper_optimizer`); `total_steps`, `cooldown_steps` and `warmup_steps` count
+            updates.
         jit_compile: passed to `model.compile` ("auto" uses XLA where Keras can).
         pad_id: the padding id ignored by the loss and metrics.
         **compile_kwargs: any other `model.compile` arguments.
@@ -67,7 +77,12 @@ def compile_with_paper_recipe(
     """
     model.compile(
         optimizer=paper_optimizer(
-            model.d_model, warmup_steps, learning_rate_scale, total_steps, cooldown_steps
+            model.d_model,
+            warmup_steps,
+            learning_rate_scale,
+            total_steps,
+            cooldown_steps,
+            accumulate_steps,
         ),
         loss=LabelSmoothedCrossEntropy(label_smoothing, pad_id=pad_id),
         metrics=[MaskedAccuracy(pad_id=pad_id), Perplexity(pad_id=pad_id)],

@@ -26,6 +26,10 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
         scale: an extra multiplier (1.0 in the paper).
         total_steps: the last step of training; needed when `cooldown_steps > 0`.
         cooldown_steps: length of the final linear decay to zero (0: none, as in the paper).
+        accumulate_steps: micro-batches per update under gradient accumulation: the rate
+            follows the updates, `floor(iterations / accumulate_steps)`, since Keras's
+            optimizer hands a schedule the count of micro-batches. The other arguments count
+            updates.
 
     Example:
 
@@ -42,8 +46,10 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
         scale: float = 1.0,
         total_steps: int | None = None,
         cooldown_steps: int = 0,
+        accumulate_steps: int = 1,
     ):
         check_positive_int("d_model", d_model)
+        check_positive_int("accumulate_steps", accumulate_steps)
         check_positive_int("warmup_steps", warmup_steps)
         check_positive_float("scale", scale)
         check_int_at_least("cooldown_steps", cooldown_steps, 0)
@@ -58,8 +64,11 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
         self.scale = scale
         self.total_steps = total_steps
         self.cooldown_steps = cooldown_steps
+        self.accumulate_steps = accumulate_steps
 
     def __call__(self, step):
+        if self.accumulate_steps > 1:
+            step = ops.floor_divide(step, self.accumulate_steps)
         step = ops.cast(step, "float32") + 1.0
         warmup = ops.cast(self.warmup_steps, "float32")
         factor = ops.minimum(ops.rsqrt(step), step * warmup**-1.5)
@@ -75,4 +84,5 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
             "scale": self.scale,
             "total_steps": self.total_steps,
             "cooldown_steps": self.cooldown_steps,
+            "accumulate_steps": self.accumulate_steps,
         }
