@@ -134,7 +134,8 @@ def user_error(*args: str | Path) -> str:
     lines = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert len(lines) == 1, done.stderr[-3000:]
     # Nothing else but the run's own log lines: none of TensorFlow's start-up lines.
-    assert all(line.startswith(("error: ", "INFO ")) for line in done.stderr.splitlines())
+    own = ("error: ", "INFO ", "WARNING keras_attention.")
+    assert all(line.startswith(own) for line in done.stderr.splitlines()), done.stderr[-3000:]
     assert done.stdout == ""
     return lines[0]
 
@@ -150,6 +151,8 @@ def user_error(*args: str | Path) -> str:
         (["--alpha", "-1"], "error: argument --alpha: must be a finite number >= 0"),
         (["--cooldown-epochs", "2"], "error: --cooldown-epochs must be <= --epochs"),
         (["--cooldown-epochs", "-1"], "error: argument --cooldown-epochs: must be >= 0"),
+        (["--accumulate-steps", "0"], "error: argument --accumulate-steps: must be >= 1; got 0"),
+        (["--accumulate-steps", "500"], "error: --accumulate-steps=500 is more than the 9 batches"),
     ],
 )
 def test_bad_arguments_are_one_line_and_leave_nothing(tmp_path: Path, args, message):
@@ -252,3 +255,16 @@ def test_a_run_killed_mid_epoch_resumes_from_its_step_backup(tmp_path: Path):
     # As many optimizer steps as a run never killed: the restart trained only the rest.
     assert int(model.optimizer.iterations) == epochs * steps
     assert not (tmp_path / "backup").exists() or not any((tmp_path / "backup").iterdir())
+
+
+def test_a_run_accumulates_gradients_over_batches(tmp_path: Path):
+    done = subprocess.run(
+        train_command(tmp_path, 1, "--accumulate-steps", "2", "--no-export"),
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads((tmp_path / "config.json").read_text())["accumulate_steps"] == 2
+    # The 9 batches of the epoch make 4 updates of 2 (the odd one is left out).
+    assert "8/8" in done.stdout
+    optimizer = keras.models.load_model(tmp_path / "model.keras").optimizer
+    assert optimizer.gradient_accumulation_steps == 2 and int(optimizer.iterations) == 4

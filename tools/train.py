@@ -191,6 +191,13 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         help="also back up every N steps (a killed run loses at most N steps)",
     )
     parser.add_argument(
+        "--accumulate-steps",
+        type=positive,
+        default=1,
+        help="batches per update: gradient accumulation, the loss normalised by all the "
+        "update's target tokens (the paper's 25,000 per update on fewer devices)",
+    )
+    parser.add_argument(
         "--export",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -224,6 +231,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         beam_size=args.beam_size,
         alpha=args.alpha,
         backup_every_steps=args.backup_every_steps,
+        accumulate_steps=args.accumulate_steps,
     )
     return config, args.export, args.overwrite
 

@@ -90,6 +90,9 @@ class TrainConfig:
         alpha: its length-penalty exponent.
         backup_every_steps: also back the run up every this many steps (`None`: at epoch
             ends only), so that a run killed mid-epoch loses at most that many steps.
+        accumulate_steps: batches per optimizer update (gradient accumulation, each batch
+            weighted by its share of the update's target tokens: `token_weighted_updates`);
+            `warmup_steps` and the cool-down count updates, `backup_every_steps` batches.
 
     The fields that default to `None` take the dataset's value from `DATASET_DEFAULTS`
     (`resolved()`).
@@ -120,6 +123,7 @@ class TrainConfig:
     beam_size: int | None = None
     alpha: float | None = None
     backup_every_steps: int | None = None
+    accumulate_steps: int = 1
 
     def resolved(self) -> "TrainConfig":
         """A copy with every `None` field that has a dataset default filled in."""
@@ -144,6 +148,7 @@ class TrainConfig:
         for name in ("epochs", "max_tokens", "max_length", "warmup_steps", "beam_size", *optional):
             check_positive_int(name, getattr(self, name), allow_none=name in optional)
         check_int_at_least("validation_bleu_every", self.validation_bleu_every, 0)
+        check_int_at_least("accumulate_steps", self.accumulate_steps, 1)
         check_int_at_least("cooldown_epochs", self.cooldown_epochs, 0)
         if self.cooldown_epochs > self.epochs:
             raise ValueError(

@@ -14,6 +14,7 @@ import numpy as np
 from keras_attention.core.atomic_files import (
     write_json_atomically,
 )
+from keras_attention.data.accumulation import token_weighted_updates
 from keras_attention.data.datasets import load_corpus
 from keras_attention.data.pipeline import encode_pairs, make_batches
 from keras_attention.data.tokenizer import SubwordTokenizer
@@ -97,9 +98,16 @@ def _run_data(
         )
 
     def train_batches(epoch: int):
-        return batches("train", True, _epoch_seed(config.seed, epoch))
+        epoch_batches = batches("train", True, _epoch_seed(config.seed, epoch))
+        if config.accumulate_steps > 1:
+            epoch_batches = token_weighted_updates(epoch_batches, config.accumulate_steps)
+        return epoch_batches
 
-    train_batches(0)  # checks that the settings batch the corpus, before any file is written
+    if int(train_batches(0).cardinality()) == 0:  # before any file is written
+        raise ValueError(
+            f"accumulate_steps={config.accumulate_steps} is more than the "
+            f"{int(batches('train', False, 0).cardinality())} batches of an epoch"
+        )
     return RunData(
         corpus,
         tokenizer,

@@ -156,6 +156,7 @@ def _train(run: PreparedRun) -> TrainResult:
     if config.mixed_precision:
         keras.config.set_dtype_policy(config.mixed_precision)
     steps_per_epoch = int(data.train_batches(0).cardinality())
+    updates_per_epoch = steps_per_epoch // config.accumulate_steps
     try:
         with strategy.scope():
             model = Transformer.from_preset(
@@ -167,8 +168,9 @@ def _train(run: PreparedRun) -> TrainResult:
                 warmup_steps=config.warmup_steps,
                 label_smoothing=config.label_smoothing,
                 learning_rate_scale=config.learning_rate_scale,
-                total_steps=config.epochs * steps_per_epoch,
-                cooldown_steps=config.cooldown_epochs * steps_per_epoch,
+                total_steps=config.epochs * updates_per_epoch,
+                cooldown_steps=config.cooldown_epochs * updates_per_epoch,
+                accumulate_steps=config.accumulate_steps,
                 jit_compile=_resolve_jit(config.jit_compile),
             )
         validation_bleu = _validation_bleu(config, tokenizer, data.corpus["val"], write_dir)
