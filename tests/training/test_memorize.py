@@ -8,6 +8,7 @@ decoder that could see future target tokens in training fails).
 
 import keras
 import numpy as np
+import pytest
 
 from keras_attention.models import Transformer
 from keras_attention.training import compile_with_paper_recipe
@@ -54,7 +55,21 @@ class StopWhenMemorised(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
-def test_tiny_transformer_memorises_reversal_with_the_paper_recipe():
+@pytest.fixture(params=["float32", "mixed_bfloat16", "mixed_float16"])
+def policy(request):
+    """The dtype policy the model is built in (mixed ones under TensorFlow only, the CI's
+    backend for them); the global policy is restored afterwards."""
+    if request.param != "float32" and keras.backend.backend() != "tensorflow":
+        pytest.skip("mixed precision training is checked under TensorFlow")
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(request.param)
+    yield request.param
+    keras.config.set_dtype_policy(previous)
+
+
+def test_tiny_transformer_memorises_reversal_with_the_paper_recipe(policy: str):
+    """Also under mixed precision: bfloat16, and float16 with Keras's dynamic loss scaling
+    (`compile` wraps the optimizer in a `LossScaleOptimizer`), reach the same accuracy."""
     source, target_in, target_out = reversal_pairs(NUM_PAIRS, MAX_LENGTH, seed=0)
     real = (target_out != 0).astype(np.float64)
     model = Transformer(
@@ -70,6 +85,10 @@ def test_tiny_transformer_memorises_reversal_with_the_paper_recipe():
     # JAX runs its steps compiled (eager JAX is slow); TensorFlow and PyTorch eagerly enough.
     jit = keras.backend.backend() == "jax"
     compile_with_paper_recipe(model, warmup_steps=30, learning_rate_scale=0.3, jit_compile=jit)
+    assert model.compute_dtype == {"float32": "float32", "mixed_bfloat16": "bfloat16",
+                                   "mixed_float16": "float16"}[policy]  # fmt: skip
+    scaled = isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+    assert scaled == (policy == "mixed_float16")
     history = model.fit(
         (source, target_in),
         target_out,
