@@ -152,6 +152,9 @@ def user_error(*args: str | Path) -> str:
         (["--cooldown-epochs", "2"], "error: --cooldown-epochs must be <= --epochs"),
         (["--cooldown-epochs", "-1"], "error: argument --cooldown-epochs: must be >= 0"),
         (["--accumulate-steps", "0"], "error: argument --accumulate-steps: must be >= 1; got 0"),
+        (["--train-steps", "6"], "error: --epochs and --train-steps exclude each other"),
+        (["--save-every-steps", "4"], "error: --save-every-steps needs --train-steps"),
+        (["--dataset", "shards", "--data-dir", "."], "--dataset='shards' is streamed"),
         (["--accumulate-steps", "500"], "error: --accumulate-steps=500 is more than the 9 batches"),
     ],
 )
@@ -255,6 +258,41 @@ def test_a_run_killed_mid_epoch_resumes_from_its_step_backup(tmp_path: Path):
     # As many optimizer steps as a run never killed: the restart trained only the rest.
     assert int(model.optimizer.iterations) == epochs * steps
     assert not (tmp_path / "backup").exists() or not any((tmp_path / "backup").iterdir())
+
+
+def test_a_run_streams_shards_by_steps(tmp_path: Path):
+    from keras_attention.data.corpus_shards import write_held_out, write_sharded_corpus
+
+    data = tmp_path / "data"
+    write_sharded_corpus(data, 2000, 2)
+    write_held_out(data, 30)
+    output = tmp_path / "run"
+    command = train_command(
+        output,
+        1,
+        "--dataset",
+        "shards",
+        "--data-dir",
+        str(data),
+        "--train-steps",
+        "6",
+        "--save-every-steps",
+        "3",
+        "--no-export",
+    )
+    command.remove("--epochs")
+    command.remove("1")  # --train-steps replaces --epochs
+    for option in ("--train-pairs", "300"):
+        command.remove(option)  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert logged_epochs(output) == [0, 1]  # two rounds of 3 steps
+    assert sorted(p.name for p in (output / "checkpoints").glob("epoch_*")) == [
+        "epoch_001.weights.h5", "epoch_002.weights.h5"
+    ]  # fmt: skip
+    assert "3/3" in done.stdout
+    optimizer = keras.models.load_model(output / "model.keras").optimizer
+    assert int(optimizer.iterations) == 6
 
 
 def test_a_run_accumulates_gradients_over_batches(tmp_path: Path):

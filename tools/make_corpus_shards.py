@@ -4,8 +4,9 @@ python tools/make_corpus_shards.py --pairs 4500000 --shards 32 --output-dir data
 
 The project's generated grammar, drawn with replacement, written shard by shard (memory stays
 flat): `train.NNNNN-of-MMMMM.en.gz` and `.de.gz`, line i of one translating line i of the
-other. About 10,000 pairs a second per process on these CPUs. Errors are one line,
-`error: ...`, with exit status 2.
+other, and `val.en`/`val.de`, `test.en`/`test.de` (`--held-out` distinct pairs each): the
+folder `tools/train.py --dataset shards --data-dir` reads. About 15,000 pairs a second per
+process on these CPUs. Errors are one line, `error: ...`, with exit status 2.
 """
 
 import os
@@ -26,12 +27,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--processes", type=int_at_least(1), default=1, help="shards at once")
     parser.add_argument("--plain", action="store_true", help="plain text, not gzip")
+    parser.add_argument(
+        "--held-out", type=int_at_least(1), default=500, help="pairs of val.* and test.* each"
+    )
     args = parser.parse_args(argv)
     if args.pairs < args.shards:
         parser.error(f"--pairs {args.pairs} is fewer than --shards {args.shards}")
     with user_errors():
         check_output_dir(args.output_dir, "--output-dir")
-    from keras_attention.data.corpus_shards import write_sharded_corpus
+    from keras_attention.data.corpus_shards import write_held_out, write_sharded_corpus
 
     started = time.monotonic()
     with user_errors(OSError):
@@ -43,6 +47,7 @@ def main(argv: list[str] | None = None) -> None:
             compress=not args.plain,
             processes=args.processes,
         )
+        write_held_out(args.output_dir, args.held_out, seed=args.seed)
     seconds = time.monotonic() - started
     size = sum(os.path.getsize(p) for pair in paths for p in pair)
     print(

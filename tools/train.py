@@ -2,6 +2,8 @@
 
     python tools/train.py              # the generated corpus, about 5 minutes on 2 CPU cores
     python tools/train.py --dataset multi30k --data-dir data/multi30k  # the Multi30k files
+    python tools/train.py --dataset shards --data-dir data/big --train-steps 100000 \
+        --save-every-steps 1000 --accumulate-steps 6   # streamed shards, the paper's steps
 
 Everything lands in --output-dir: config.json, tokenizer.model, backup/, checkpoints/, logs/
 (TensorBoard), training_log.csv, validation_bleu.json, bleu.json, test_metrics.json,
@@ -191,6 +193,17 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         help="also back up every N steps (a killed run loses at most N steps)",
     )
     parser.add_argument(
+        "--train-steps",
+        type=positive,
+        default=None,
+        help="train by steps (batches) instead of --epochs, in rounds of --save-every-steps "
+        "(each a checkpoint, log row and validation; --cooldown-epochs, --average and "
+        "--validation-bleu-every count rounds); needed by --dataset shards",
+    )
+    parser.add_argument(
+        "--save-every-steps", type=positive, default=None, help="steps per round (default: all)"
+    )
+    parser.add_argument(
         "--accumulate-steps",
         type=positive,
         default=1,
@@ -204,6 +217,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         help="export the SavedModel, reload it, translate examples and print sacreBLEU",
     )
     args = parser.parse_args(argv)
+    if args.train_steps is not None and args.epochs is not None:
+        parser.error("--epochs and --train-steps exclude each other (rounds replace epochs)")
     overrides = dict(parse_override(item) for item in args.override)
     config = TrainConfig(
         output_dir=args.output_dir,
@@ -232,6 +247,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         alpha=args.alpha,
         backup_every_steps=args.backup_every_steps,
         accumulate_steps=args.accumulate_steps,
+        train_steps=args.train_steps,
+        save_every_steps=args.save_every_steps,
     )
     return config, args.export, args.overwrite
 

@@ -13,7 +13,13 @@ from pathlib import Path
 
 from keras_attention.core.atomic_files import atomic_path
 from keras_attention.core.checks import check_int_at_least
-from keras_attention.data.generated_corpus import _MAX_WORDS, _MIN_WORDS, render, sample_sentence
+from keras_attention.data.generated_corpus import (
+    _MAX_WORDS,
+    _MIN_WORDS,
+    render,
+    sample_sentence,
+    write_corpus,
+)
 
 
 def shard_names(num_shards: int, compress: bool = True) -> list[tuple[str, str]]:
@@ -100,3 +106,17 @@ def write_sharded_corpus(
 
     with multiprocessing.get_context("spawn").Pool(processes) as pool:
         return pool.starmap(write_shard, jobs)
+
+
+def write_held_out(
+    directory: str | os.PathLike, num_pairs: int, seed: int = 0
+) -> dict[str, tuple[Path, Path]]:
+    """Writes `val.en`/`val.de` and `test.en`/`test.de` beside the shards: `num_pairs`
+    distinct generated pairs each (`write_corpus` with no training split, another seed than
+    the shards'; with a grammar of over 10^12 sentences, a repeat of a training pair is rare).
+    """
+    paths = write_corpus(directory, num_train=0, num_val=num_pairs, num_test=num_pairs,
+                         seed=seed + 1_000_003)  # fmt: skip
+    (Path(directory) / "train.en").unlink()  # an empty split, not a shard
+    (Path(directory) / "train.de").unlink()
+    return {split: paths[split] for split in ("val", "test")}

@@ -1,11 +1,13 @@
 """The parallel corpora the library knows by name."""
 
 import os
+from pathlib import Path
 
 from keras_attention.data.generated_corpus import generated_splits
 from keras_attention.data.multi30k import load_multi30k
+from keras_attention.data.text_files import read_parallel
 
-DATASETS = ("generated", "multi30k")
+DATASETS = ("generated", "multi30k", "shards")
 
 
 def load_corpus(
@@ -17,8 +19,10 @@ def load_corpus(
     """Loads a named corpus as `{"train": (sources, targets), "val": ..., "test": ...}`.
 
     Args:
-        name: `"generated"` (the project's own English-German corpus, made offline) or
-            `"multi30k"` (English-German; local files in `data_dir`, else downloaded).
+        name: `"generated"` (the project's own English-German corpus, made offline),
+            `"multi30k"` (English-German; local files in `data_dir`, else downloaded) or
+            `"shards"` (`data_dir`'s `val` and `test` files; its training shards are
+            streamed, and the training split is empty here).
         data_dir: folder of the Multi30k files.
         seed: the generated corpus's seed.
         train_pairs: keep only the first `train_pairs` training pairs (`None`: all; 0: none,
@@ -36,6 +40,15 @@ def load_corpus(
         return {
             split: ([s for s, _ in pairs], [t for _, t in pairs]) for split, pairs in splits.items()
         }
+    if name == "shards":
+        # The training split is streamed (`data.streaming.train_shards`), not loaded.
+        if data_dir is None:
+            raise ValueError("dataset='shards' needs data_dir, the folder of the shards")
+        folder = Path(data_dir)
+        corpus = {"train": ([], [])}
+        for split in ("val", "test"):
+            corpus[split] = read_parallel(folder / f"{split}.en", folder / f"{split}.de")
+        return corpus
     if name == "multi30k":
         corpus = load_multi30k(data_dir)
         if train_pairs is not None:

@@ -50,6 +50,32 @@ def check_shards(
     return sources, targets
 
 
+def train_shards(
+    data_dir: str | os.PathLike, source: str = "en", target: str = "de"
+) -> tuple[list[str], list[str]]:
+    """The training shards of a folder: `train.*.{source}[.gz]` and their `{target}` twins.
+
+    Raises:
+        FileNotFoundError: if there is no source shard, or one has no twin (naming it).
+    """
+    folder = Path(data_dir)
+    sources = sorted(
+        p
+        for p in folder.glob(f"train.*.{source}*")
+        if p.name.endswith((f".{source}", f".{source}.gz"))
+    )
+    if not sources:
+        raise FileNotFoundError(f"no train.*.{source} or train.*.{source}.gz shard in {folder}")
+    targets = []
+    for path in sources:
+        stem = path.name[: path.name.rindex(f".{source}")]
+        twin = folder / (stem + f".{target}" + (".gz" if path.suffix == ".gz" else ""))
+        if not twin.is_file():
+            raise FileNotFoundError(f"{path} has no target shard {twin}")
+        targets.append(twin)
+    return [str(p) for p in sources], [str(p) for p in targets]
+
+
 def _lines(path: tf.Tensor) -> tf.data.Dataset:
     """The lines of one shard (gzip if its name ends in `.gz`), then the end marker."""
     compression = tf.where(tf.strings.regex_full_match(path, r".*\.gz"), "GZIP", "")

@@ -46,6 +46,23 @@ DATASET_DEFAULTS = {
         # Pre-LN: post-LN stalls at this peak learning rate (4.9e-3); see README.
         model_overrides={"norm_first": True},
     ),
+    # Text shards too large for memory, streamed (`data_dir`: `train.*.en[.gz]` and their
+    # `.de` twins, `val.en`/`val.de`, `test.en`/`test.de`); the paper's base settings,
+    # trained by steps (`train_steps`, `save_every_steps`).
+    "shards": dict(
+        vocabulary_size=8000,
+        epochs=1,
+        max_tokens=4096,
+        warmup_steps=4000,
+        learning_rate_scale=1.0,
+        cooldown_epochs=0,
+        validation_bleu_every=1,
+        validation_bleu_sentences=500,
+        average=[5],
+        beam_size=4,
+        alpha=0.6,
+        model_overrides={},
+    ),
 }
 
 
@@ -90,6 +107,11 @@ class TrainConfig:
         alpha: its length-penalty exponent.
         backup_every_steps: also back the run up every this many steps (`None`: at epoch
             ends only), so that a run killed mid-epoch loses at most that many steps.
+        train_steps: train this many steps (batches), in rounds of `save_every_steps`: each
+            round is a Keras epoch (a checkpoint, a log row, a validation), so `epochs`,
+            `cooldown_epochs` and `validation_bleu_every` count rounds; `None`: train by
+            passes over the corpus (`epochs`). A streamed corpus (`"shards"`) needs it.
+        save_every_steps: steps per round (default: `train_steps`, one round).
         accumulate_steps: batches per optimizer update (gradient accumulation, each batch
             weighted by its share of the update's target tokens: `token_weighted_updates`);
             `warmup_steps` and the cool-down count updates, `backup_every_steps` batches.
@@ -124,6 +146,8 @@ class TrainConfig:
     alpha: float | None = None
     backup_every_steps: int | None = None
     accumulate_steps: int = 1
+    train_steps: int | None = None
+    save_every_steps: int | None = None
 
     def resolved(self) -> "TrainConfig":
         """A copy with every `None` field that has a dataset default filled in."""
@@ -135,10 +159,38 @@ class TrainConfig:
         filled = {name: value for name, value in defaults.items() if getattr(self, name) is None}
         # Model overrides merge: the user's win over the dataset's.
         filled["model_overrides"] = {**defaults["model_overrides"], **(self.model_overrides or {})}
+        if self.train_steps is not None:
+            every = self.save_every_steps or self.train_steps
+            filled["save_every_steps"] = every
+            if isinstance(self.train_steps, int) and isinstance(every, int) and every > 0:
+                filled["epochs"] = self.train_steps // every  # rounds
         return dataclasses.replace(self, **filled)
+
+    def _validate_steps(self) -> None:
+        if self.train_steps is None:
+            if self.dataset == "shards":
+                raise ValueError("dataset='shards' is streamed: it needs train_steps")
+            if self.save_every_steps is not None:
+                raise ValueError("save_every_steps needs train_steps")
+            return
+        check_positive_int("train_steps", self.train_steps)
+        check_positive_int("save_every_steps", self.save_every_steps)
+        if self.train_steps % self.save_every_steps:
+            raise ValueError(
+                "train_steps must be a multiple of save_every_steps (whole rounds); got "
+                f"train_steps={self.train_steps}, save_every_steps={self.save_every_steps}"
+            )
+        if self.save_every_steps % self.accumulate_steps:
+            raise ValueError(
+                "save_every_steps must be a multiple of accumulate_steps (whole updates); "
+                f"got save_every_steps={self.save_every_steps}, "
+                f"accumulate_steps={self.accumulate_steps}"
+            )
 
     def validate(self) -> None:
         """Raises `ValueError` naming the first bad field."""
+        check_int_at_least("accumulate_steps", self.accumulate_steps, 1)
+        self._validate_steps()  # first: `epochs` is derived from the steps
         if self.mixed_precision not in MIXED_PRECISION_POLICIES:
             raise ValueError(
                 f"mixed_precision must be one of {MIXED_PRECISION_POLICIES}; "

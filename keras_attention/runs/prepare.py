@@ -17,6 +17,7 @@ from keras_attention.core.atomic_files import (
 from keras_attention.data.accumulation import token_weighted_updates
 from keras_attention.data.datasets import load_corpus
 from keras_attention.data.pipeline import encode_pairs, make_batches
+from keras_attention.data.streaming import parallel_text, stream_batches, train_shards
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.distribute import get_strategy
 from keras_attention.distribute.cluster import barrier, is_chief
@@ -28,6 +29,7 @@ from keras_attention.runs.folder import (
     remove_run_files,
     remove_temporary_files,
 )
+from keras_attention.runs.rounds import in_memory_rounds, stream_rounds
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +45,20 @@ def _check_model_overrides(config: "TrainConfig") -> None:
             f"model_overrides={json.dumps(config.model_overrides)} do not make a "
             f"{config.preset!r} Transformer: {error}"
         ) from None
+
+
+TOKENIZER_SAMPLE = 100_000  # pairs of a streamed corpus that the tokenizer learns from
+
+
+def _tokenizer_texts(config: "TrainConfig", corpus: dict) -> list[str]:
+    """The texts the run's tokenizer learns from: the training split, or the first
+    `TOKENIZER_SAMPLE` pairs of a streamed corpus's shards (read interleaved: a sample of
+    several shards, in a time that does not grow with the corpus)."""
+    if config.dataset != "shards":
+        sources, targets = corpus["train"]
+        return sources + targets
+    sample = parallel_text(*train_shards(config.data_dir)).take(TOKENIZER_SAMPLE)
+    return [text.decode("utf-8") for pair in sample.as_numpy_iterator() for text in pair]
 
 
 def _epoch_seed(seed: int, epoch: int) -> int:
@@ -75,13 +91,16 @@ def _run_data(
     config: "TrainConfig", corpus: dict, tokenizer: SubwordTokenizer, replicas: int
 ) -> RunData:
     """Encodes and batches the corpus; raises `ValueError` if no training pair fits."""
+    streamed = config.dataset == "shards"
     encoded = {}
     for split, (sources, targets) in corpus.items():
+        if split == "train" and streamed:
+            continue
         encoded[split] = encode_pairs(tokenizer, sources, targets, max_length=config.max_length)
         logger.info(
             "%s: %d pairs kept of %d", split, encoded[split].num_pairs, encoded[split].num_read
         )
-    if not encoded["train"].num_pairs:
+    if not streamed and not encoded["train"].num_pairs:
         raise ValueError(
             f"no training pair is at most max_length={config.max_length} tokens long "
             f"(of {encoded['train'].num_read})"
@@ -97,11 +116,35 @@ def _run_data(
             seed=seed,
         )
 
+    if streamed:
+        shards = train_shards(config.data_dir)
+
+        def epoch_batches(number: int):
+            return stream_batches(
+                *shards,
+                tokenizer,
+                max_tokens=config.max_tokens,
+                max_length=config.max_length,
+                batch_multiple=replicas,
+                seed=_epoch_seed(config.seed, number),
+            )
+
+        rounds = stream_rounds(epoch_batches, config.save_every_steps)
+    else:
+
+        def epoch_batches(number: int):
+            return batches("train", True, _epoch_seed(config.seed, number))
+
+        rounds = epoch_batches
+        if config.train_steps is not None:
+            per_epoch = int(epoch_batches(0).cardinality())
+            rounds = in_memory_rounds(epoch_batches, per_epoch, config.save_every_steps)
+
     def train_batches(epoch: int):
-        epoch_batches = batches("train", True, _epoch_seed(config.seed, epoch))
+        epoch_data = rounds(epoch)
         if config.accumulate_steps > 1:
-            epoch_batches = token_weighted_updates(epoch_batches, config.accumulate_steps)
-        return epoch_batches
+            epoch_data = token_weighted_updates(epoch_data, config.accumulate_steps)
+        return epoch_data
 
     if int(train_batches(0).cardinality()) == 0:  # before any file is written
         raise ValueError(
@@ -179,8 +222,9 @@ def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
             except ValueError as error:
                 raise ValueError(f"{tokenizer_path} is corrupt: {error}") from None
         else:
-            sources, targets = corpus["train"]
-            tokenizer = SubwordTokenizer.train(sources + targets, config.vocabulary_size)
+            tokenizer = SubwordTokenizer.train(
+                _tokenizer_texts(config, corpus), config.vocabulary_size
+            )
         data = _run_data(config, corpus, tokenizer, replicas)
         # Everything checked: the run's folder is written from here on.
         if overwrite and output_dir.is_dir():
