@@ -45,6 +45,7 @@ def test_step_settings_are_checked_and_make_the_rounds():
         (dict(save_every_steps=4), "save_every_steps needs train_steps"),
         (dict(dataset="shards", data_dir="."), "it needs train_steps"),
         (dict(train_steps=0), "train_steps"),
+        (dict(keep_checkpoints=2, average=[3]), "keep_checkpoints=2 is fewer than the 3"),
     ]
     for settings, message in cases:
         with pytest.raises(ValueError, match=message):

@@ -204,6 +204,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         "--save-every-steps", type=positive, default=None, help="steps per round (default: all)"
     )
     parser.add_argument(
+        "--keep-checkpoints",
+        type=positive,
+        default=None,
+        help="keep only the last N epoch (round) checkpoints (default: all)",
+    )
+    parser.add_argument(
         "--accumulate-steps",
         type=positive,
         default=1,
@@ -249,6 +255,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         accumulate_steps=args.accumulate_steps,
         train_steps=args.train_steps,
         save_every_steps=args.save_every_steps,
+        keep_checkpoints=args.keep_checkpoints,
     )
     return config, args.export, args.overwrite
 

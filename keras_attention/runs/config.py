@@ -112,6 +112,8 @@ class TrainConfig:
             `cooldown_epochs` and `validation_bleu_every` count rounds; `None`: train by
             passes over the corpus (`epochs`). A streamed corpus (`"shards"`) needs it.
         save_every_steps: steps per round (default: `train_steps`, one round).
+        keep_checkpoints: keep only the last this many epoch (round) checkpoints (`None`:
+            all; at least the largest K of `average`).
         accumulate_steps: batches per optimizer update (gradient accumulation, each batch
             weighted by its share of the update's target tokens: `token_weighted_updates`);
             `warmup_steps` and the cool-down count updates, `backup_every_steps` batches.
@@ -148,6 +150,7 @@ class TrainConfig:
     accumulate_steps: int = 1
     train_steps: int | None = None
     save_every_steps: int | None = None
+    keep_checkpoints: int | None = None
 
     def resolved(self) -> "TrainConfig":
         """A copy with every `None` field that has a dataset default filled in."""
@@ -191,6 +194,13 @@ class TrainConfig:
         """Raises `ValueError` naming the first bad field."""
         check_int_at_least("accumulate_steps", self.accumulate_steps, 1)
         self._validate_steps()  # first: `epochs` is derived from the steps
+        check_positive_int("keep_checkpoints", self.keep_checkpoints, allow_none=True)
+        largest = max(self.average or [0])
+        if self.keep_checkpoints is not None and self.keep_checkpoints < largest:
+            raise ValueError(
+                f"keep_checkpoints={self.keep_checkpoints} is fewer than the {largest} "
+                f"checkpoints that average={self.average} averages"
+            )
         if self.mixed_precision not in MIXED_PRECISION_POLICIES:
             raise ValueError(
                 f"mixed_precision must be one of {MIXED_PRECISION_POLICIES}; "

@@ -181,6 +181,7 @@ def _train(run: PreparedRun) -> TrainResult:
             backup_every_steps=config.backup_every_steps,
             before_logs=[validation_bleu] if validation_bleu is not None else [],
             delete_backup=False,  # removed once model.keras is written (see below)
+            keep_checkpoints=config.keep_checkpoints,
         )
 
         def after_restore(epoch: int, batch: int) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import keras
 
 from keras_attention.core.atomic_files import atomic_path, temporary_files, write_text_atomically
+from keras_attention.core.checks import check_int_at_least
 from keras_attention.distribute.backup import ClusterBackupAndRestore
 from keras_attention.training.event_files import trim_event_files
 
@@ -30,16 +31,27 @@ class EpochCheckpoint(keras.callbacks.Callback):
 
     Args:
         folder: the checkpoint folder (created if missing).
+        keep: keep only the last `keep` epochs' checkpoints (`None`: all); an older one is
+            removed once the new one is in place.
     """
 
-    def __init__(self, folder: str | os.PathLike):
+    def __init__(self, folder: str | os.PathLike, keep: int | None = None):
         super().__init__()
+        if keep is not None:
+            check_int_at_least("keep", keep, 1)
         self.folder = Path(folder)
+        self.keep = keep
 
     def on_epoch_end(self, epoch, logs=None):
         self.folder.mkdir(parents=True, exist_ok=True)
         with atomic_path(self.folder / f"epoch_{epoch + 1:03d}.weights.h5") as tmp:
             self.model.save_weights(tmp)
+        if self.keep is None:
+            return
+        for path in self.folder.glob("epoch_*.weights.h5"):
+            match = CHECKPOINT_NAME.fullmatch(path.name)
+            if match and int(match.group(1)) <= epoch + 1 - self.keep:
+                path.unlink(missing_ok=True)
 
 
 def training_callbacks(
@@ -49,6 +61,7 @@ def training_callbacks(
     backup_every_steps: int | None = None,
     before_logs: Sequence[keras.callbacks.Callback] = (),
     delete_backup: bool = True,
+    keep_checkpoints: int | None = None,
 ) -> list:
     """Keras callbacks that make a run resumable and observable, in this order:
 
@@ -73,6 +86,7 @@ def training_callbacks(
         before_logs: callbacks to run at each epoch's end before the checkpoint and logs.
         delete_backup: delete the backup when training ends (else the caller does, once
             what it does after training is done too).
+        keep_checkpoints: keep only the last this many epoch checkpoints (`None`: all).
 
     Returns:
         The list of callbacks.
@@ -82,7 +96,7 @@ def training_callbacks(
     (output_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
     return [
         *before_logs,
-        EpochCheckpoint(output_dir / "checkpoints"),
+        EpochCheckpoint(output_dir / "checkpoints", keep_checkpoints),
         keras.callbacks.TensorBoard(str(output_dir / "logs")),
         keras.callbacks.CSVLogger(str(output_dir / "training_log.csv"), append=True),
         ClusterBackupAndRestore(

@@ -3,6 +3,7 @@
 import re
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
@@ -143,3 +144,23 @@ def test_load_weights_file_names_a_corrupt_file(tmp_path: Path):
     path.write_bytes(b"not an HDF5 file")
     with pytest.raises(ValueError, match=f"{re.escape(str(path))} is corrupt"):
         load_weights_file(tiny_transformer(), path)
+
+
+def test_epoch_checkpoints_keep_only_the_last_n(tmp_path):
+    from keras_attention.training.callbacks import EpochCheckpoint
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    callback = EpochCheckpoint(tmp_path, keep=2)
+    callback.set_model(model)
+    for epoch in range(4):
+        callback.on_epoch_end(epoch)
+        names = sorted(path.name for path in tmp_path.iterdir())
+        first = max(1, epoch)  # epochs (1-based) epoch .. epoch + 1 stay
+        assert names == [f"epoch_{n:03d}.weights.h5" for n in range(first, epoch + 2)]
+    everything = EpochCheckpoint(tmp_path / "all")
+    everything.set_model(model)
+    for epoch in range(3):
+        everything.on_epoch_end(epoch)
+    assert len(list((tmp_path / "all").iterdir())) == 3
+    with pytest.raises(ValueError, match="keep"):
+        EpochCheckpoint(tmp_path, keep=0)
