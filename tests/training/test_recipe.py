@@ -51,6 +51,7 @@ def assert_paper_optimizer(
         "scale": scale,
         "total_steps": None,
         "cooldown_steps": 0,
+        "accumulate_steps": 1,
     }
     for iteration in (0, 3):
         optimizer.iterations.assign(iteration)

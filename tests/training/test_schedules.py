@@ -52,6 +52,7 @@ def test_serialization_round_trip():
         "scale": 0.3,
         "total_steps": None,
         "cooldown_steps": 0,
+        "accumulate_steps": 1,
     }
     iterations = [0, 7, 60]
     expected = [reference_rate(i, 32, 25, 0.3) for i in iterations]
