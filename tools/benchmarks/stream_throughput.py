@@ -18,10 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from keras_attention.data.streaming import parallel_text
+from keras_attention.data.streaming import parallel_text, train_shards
 from keras_attention.data.tokenizer import SubwordTokenizer
-
-from .stream_worker import shard_files
 
 WORKER = Path(__file__).with_name("stream_worker.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,7 +65,7 @@ def quick_config(**changes) -> StreamBenchmarkConfig:
 
 def learn_tokenizer(config: StreamBenchmarkConfig) -> SubwordTokenizer:
     """SentencePiece learnt from the first `sample_pairs` pairs of the first corpus."""
-    sources, targets = shard_files(config.corpus_dirs[0])
+    sources, targets = train_shards(config.corpus_dirs[0])
     sample = parallel_text(sources, targets).take(config.sample_pairs)
     texts = [text.decode() for pair in sample.as_numpy_iterator() for text in pair]
     return SubwordTokenizer.train(texts, config.vocabulary_size)
@@ -92,8 +90,7 @@ def run_stream_benchmark(config: StreamBenchmarkConfig) -> dict:
     if not config.corpus_dirs:
         raise ValueError("corpus_dirs must name at least one folder of shards")
     for folder in config.corpus_dirs:
-        if not shard_files(folder)[0]:
-            raise FileNotFoundError(f"no train.*.en shards in {folder}")
+        train_shards(folder)  # raises FileNotFoundError naming a folder without shards
     tokenizer = learn_tokenizer(config)
     corpora = []
     with tempfile.TemporaryDirectory() as folder:

@@ -22,14 +22,6 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
-def shard_files(corpus_dir: str) -> tuple[list[str], list[str]]:
-    """The `train.*.en[.gz]` shards of a folder and their `.de` twins, sorted."""
-    folder = Path(corpus_dir)
-    sources = sorted(folder.glob("train.*.en*"))
-    targets = [p.with_name(p.name.replace(".en", ".de", 1)) for p in sources]
-    return [str(p) for p in sources], [str(p) for p in targets]
-
-
 def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -39,11 +31,11 @@ def main(spec_file: str) -> None:
     started = time.monotonic()
     import tensorflow as tf
 
-    from keras_attention.data.streaming import stream_batches
+    from keras_attention.data.streaming import stream_batches, train_shards
     from keras_attention.data.tokenizer import SubwordTokenizer
 
     tokenizer = SubwordTokenizer.load(spec["tokenizer"])
-    sources, targets = shard_files(spec["corpus_dir"])
+    sources, targets = train_shards(spec["corpus_dir"])
     result = {"shards": len(sources), "import_and_load_s": time.monotonic() - started}
     begin = time.monotonic()
     dataset = stream_batches(
