@@ -115,8 +115,5 @@ def write_held_out(
     distinct generated pairs each (`write_corpus` with no training split, another seed than
     the shards'; with a grammar of over 10^12 sentences, a repeat of a training pair is rare).
     """
-    paths = write_corpus(directory, num_train=0, num_val=num_pairs, num_test=num_pairs,
-                         seed=seed + 1_000_003)  # fmt: skip
-    (Path(directory) / "train.en").unlink()  # an empty split, not a shard
-    (Path(directory) / "train.de").unlink()
-    return {split: paths[split] for split in ("val", "test")}
+    return write_corpus(directory, num_train=0, num_val=num_pairs, num_test=num_pairs,
+                        seed=seed + 1_000_003, splits=("val", "test"))  # fmt: skip

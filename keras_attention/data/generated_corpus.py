@@ -504,6 +504,7 @@ def write_corpus(
     num_val: int = 500,
     num_test: int = 500,
     seed: int = 0,
+    splits: tuple[str, ...] = ("train", "val", "test"),
 ) -> dict[str, tuple[Path, Path]]:
     """Writes the generated splits as `{split}.en` / `{split}.de` files (Multi30k layout).
 
@@ -516,6 +517,7 @@ def write_corpus(
         num_val: number of validation pairs.
         num_test: number of test pairs.
         seed: seed of the random draw.
+        splits: the splits written (e.g. `("val", "test")` beside streamed training shards).
 
     Returns:
         A dict from split name (`"train"`, `"val"`, `"test"`) to `(english_path, german_path)`.
@@ -530,6 +532,8 @@ def write_corpus(
     directory.mkdir(parents=True, exist_ok=True)
     paths = {}
     for split, pairs in generated_splits(num_train, num_val, num_test, seed).items():
+        if split not in splits:
+            continue
         paths[split] = (directory / f"{split}.en", directory / f"{split}.de")
         _write_lines_atomically(paths[split][0], [en for en, _ in pairs])
         _write_lines_atomically(paths[split][1], [de for _, de in pairs])
