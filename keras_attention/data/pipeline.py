@@ -263,10 +263,12 @@ def bucket_batches(
     return dataset.map(lambda source, target_in, target_out: ((source, target_in), target_out))
 
 
-def for_fit(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    """Prefetching, and sharding by data across workers (see `make_batches`)."""
-    # Across workers, every worker runs this whole pipeline (same seed, same batches) and
-    # keeps its share of the rows of each global batch.
+def for_fit(dataset: tf.data.Dataset, by_file: bool = False) -> tf.data.Dataset:
+    """Prefetching, and sharding across workers: by data (see `make_batches`), or not at
+    all when the dataset already reads only this worker's files (see `stream_batches`)."""
+    # By data, every worker runs this whole pipeline (same seed, same batches) and keeps its
+    # share of the rows of each global batch.
+    policy = tf.data.experimental.AutoShardPolicy
     options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    options.experimental_distribute.auto_shard_policy = policy.OFF if by_file else policy.DATA
     return dataset.prefetch(tf.data.AUTOTUNE).with_options(options)

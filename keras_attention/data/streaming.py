@@ -129,6 +129,7 @@ def parallel_text(
     shuffle_files: bool = False,
     seed: int | None = None,
     cycle_length: int = 4,
+    file_shard: tuple[int, int] | None = None,
 ) -> tf.data.Dataset:
     """Sentence pairs streamed from aligned text shards.
 
@@ -140,6 +141,7 @@ def parallel_text(
         shuffle_files: visit the shards in a new seeded order every pass.
         seed: the shard-shuffling seed.
         cycle_length: shards read at once, their lines interleaved.
+        file_shard: `(workers, index)`: read only shards `index, index + workers, ...`.
 
     Returns:
         A `tf.data.Dataset` of `(source, target)` `tf.string` scalars. Iterating it raises
@@ -151,6 +153,9 @@ def parallel_text(
     """
     sources, targets = check_shards(source_files, target_files)
     shards = tf.data.Dataset.from_tensor_slices((sources, targets))
+    if file_shard is not None:
+        shards = shards.shard(*file_shard)
+        sources = sources[file_shard[1] :: file_shard[0]]
     if shuffle_files:
         shards = shards.shuffle(len(sources), seed=seed, reshuffle_each_iteration=True)
     pairs = shards.interleave(
@@ -212,6 +217,14 @@ def tokenize_pairs(
     )
 
 
+def shards_by_file(num_shards: int, workers: int) -> bool:
+    """Whether `workers` workers read a corpus of `num_shards` shards by file, each its own
+    shards (`AutoShardPolicy.FILE`): when there are several workers and at least as many
+    shards as workers. Otherwise every worker reads every shard and keeps its rows of each
+    global batch (`AutoShardPolicy.DATA`)."""
+    return 1 < workers <= num_shards
+
+
 def stream_batches(
     source_files: Sequence[str | os.PathLike],
     target_files: Sequence[str | os.PathLike],
@@ -224,9 +237,21 @@ def stream_batches(
     seed: int | None = None,
     shuffle_buffer: int = SHUFFLE_BUFFER,
     long_pairs: str = "drop",
+    workers: int = 1,
+    worker: int = 0,
 ) -> tf.data.Dataset:
     """Batches by number of tokens, in the fixed bucket shapes of `make_batches`, streamed
     from text shards: one pass over the corpus, its size unknown until read.
+
+    Across the `workers` of a `MultiWorkerMirroredStrategy`, with at least as many shards
+    as workers (`shards_by_file`), the batches are sharded by file: worker `w` reads only
+    shards `w, w + workers, ...`, and every batch it builds is a whole global batch of
+    `max_tokens` that `tf.distribute` splits over `workers` steps (each step takes one piece
+    of it on each of the worker's replicas). A worker's `n` batches thus make `n * workers`
+    steps. (This is `AutoShardPolicy.FILE`, done here: TensorFlow's automatic rewrite cannot
+    find the files behind `bucket_by_sequence_length`.) With fewer shards, every worker
+    reads every shard (the same seeded batches) and keeps its rows of each
+    (`AutoShardPolicy.DATA`): a batch is one step.
 
     Args:
         source_files: the source shards (plain text or `.gz`, one sentence per line).
@@ -241,17 +266,29 @@ def stream_batches(
         seed: shuffling seed.
         shuffle_buffer: pairs held for shuffling.
         long_pairs: `"drop"` or `"cut"` over-long pairs.
+        workers: the workers of a multi-worker strategy that read the stream.
+        worker: this worker's index, from 0.
 
     Returns:
         A `tf.data.Dataset` of `((source, target_in), target_out)` int32 batches (cardinality
         unknown).
     """
     lengths, sizes = bucket_plan(max_length, max_tokens, length_multiple, batch_multiple)
-    pairs = parallel_text(source_files, target_files, shuffle_files=shuffle, seed=seed)
+    by_file = shards_by_file(len(source_files), workers)
+    if not 0 <= worker < workers:
+        raise ValueError(f"worker must be in [0, workers={workers}); got worker={worker}")
+    pairs = parallel_text(
+        source_files,
+        target_files,
+        shuffle_files=shuffle,
+        seed=seed,
+        file_shard=(workers, worker) if by_file else None,
+    )
     if shuffle:
         pairs = pairs.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     ids = tokenize_pairs(pairs, tokenizer, max_length, long_pairs)
-    return for_fit(bucket_batches(ids, lengths, sizes, length_multiple, shuffle, seed))
+    batches = bucket_batches(ids, lengths, sizes, length_multiple, shuffle, seed)
+    return for_fit(batches, by_file=by_file)
 
 
 def stream_error(error: tf.errors.InvalidArgumentError) -> str | None:

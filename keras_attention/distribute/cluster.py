@@ -52,6 +52,11 @@ class ClusterConfig:
         return len(self.addresses)
 
     @property
+    def worker_index(self) -> int:
+        """This task's index among the training tasks (`addresses`): 0 for the chief."""
+        return self.addresses.index(self.address)
+
+    @property
     def is_chief(self) -> bool:
         """The `chief` task, or worker 0 when the cluster has no `chief` job."""
         if "chief" in self.cluster:

@@ -17,10 +17,15 @@ from keras_attention.core.atomic_files import (
 from keras_attention.data.accumulation import token_weighted_updates
 from keras_attention.data.datasets import load_corpus
 from keras_attention.data.pipeline import encode_pairs, make_batches
-from keras_attention.data.streaming import parallel_text, stream_batches, train_shards
+from keras_attention.data.streaming import (
+    parallel_text,
+    shards_by_file,
+    stream_batches,
+    train_shards,
+)
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.distribute import get_strategy
-from keras_attention.distribute.cluster import barrier, is_chief
+from keras_attention.distribute.cluster import barrier, is_chief, read_tf_config
 from keras_attention.models import Transformer
 from keras_attention.models.presets import preset_config
 from keras_attention.runs.config import TrainConfig
@@ -78,6 +83,8 @@ class RunData:
             seed of the run's seed and the epoch (see `fit_resumable`).
         val_batches: the validation batches.
         test_batches: the test batches.
+        steps_per_batch: the training steps that each training batch makes: 1, or the
+            number of workers when they read a streamed corpus by file (`stream_batches`).
     """
 
     corpus: dict
@@ -85,10 +92,36 @@ class RunData:
     train_batches: object
     val_batches: object
     test_batches: object
+    steps_per_batch: int = 1
+
+
+def _file_sharding(config: "TrainConfig", num_shards: int, workers: int) -> int:
+    """The steps that each batch of a streamed corpus makes: `workers` when the workers read
+    it by file (`shards_by_file`, without gradient accumulation, whose token weights need
+    whole global batches), 1 otherwise.
+
+    Raises:
+        ValueError: by file, if the steps of a round or between backups are not a multiple of
+            `workers` (a round must end, and a backup stand, between two batches).
+    """
+    if config.accumulate_steps > 1 or not shards_by_file(num_shards, workers):
+        return 1
+    for name in ("save_every_steps", "backup_every_steps"):
+        value = getattr(config, name)
+        if value is not None and value % workers:
+            raise ValueError(
+                f"{name}={value} must be a multiple of the {workers} workers: they read the "
+                f"{num_shards} shards by file, each of a worker's batches making {workers} steps"
+            )
+    return workers
 
 
 def _run_data(
-    config: "TrainConfig", corpus: dict, tokenizer: SubwordTokenizer, replicas: int
+    config: "TrainConfig",
+    corpus: dict,
+    tokenizer: SubwordTokenizer,
+    replicas: int,
+    worker: tuple[int, int] = (1, 0),
 ) -> RunData:
     """Encodes and batches the corpus; raises `ValueError` if no training pair fits."""
     streamed = config.dataset == "shards"
@@ -116,8 +149,10 @@ def _run_data(
             seed=seed,
         )
 
+    steps_per_batch = 1
     if streamed:
         shards = train_shards(config.data_dir)
+        steps_per_batch = _file_sharding(config, len(shards[0]), worker[0])
 
         def epoch_batches(number: int):
             return stream_batches(
@@ -127,9 +162,11 @@ def _run_data(
                 max_length=config.max_length,
                 batch_multiple=replicas,
                 seed=_epoch_seed(config.seed, number),
+                workers=steps_per_batch,
+                worker=worker[1] if steps_per_batch > 1 else 0,
             )
 
-        rounds = stream_rounds(epoch_batches, config.save_every_steps)
+        rounds = stream_rounds(epoch_batches, config.save_every_steps // steps_per_batch)
     else:
 
         def epoch_batches(number: int):
@@ -157,6 +194,7 @@ def _run_data(
         train_batches,
         batches("val", False, config.seed),
         batches("test", False, config.seed),
+        steps_per_batch,
     )
 
 
@@ -214,6 +252,8 @@ def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
     corpus = load_corpus(config.dataset, config.data_dir, config.seed, config.train_pairs)
     tokenizer_path = output_dir / "tokenizer.model"
     replicas = strategy.num_replicas_in_sync
+    cluster = read_tf_config()
+    worker = (cluster.num_workers, cluster.worker_index) if cluster is not None else (1, 0)
     data = None
     if chief:
         if resuming and tokenizer_path.is_file():
@@ -225,7 +265,7 @@ def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
             tokenizer = SubwordTokenizer.train(
                 _tokenizer_texts(config, corpus), config.vocabulary_size
             )
-        data = _run_data(config, corpus, tokenizer, replicas)
+        data = _run_data(config, corpus, tokenizer, replicas, worker)
         # Everything checked: the run's folder is written from here on.
         if overwrite and output_dir.is_dir():
             remove_run_files(output_dir)
@@ -237,7 +277,7 @@ def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
             tokenizer.save(tokenizer_path)
     barrier(strategy)  # the other workers read the chief's tokenizer
     if not chief:
-        data = _run_data(config, corpus, SubwordTokenizer.load(tokenizer_path), replicas)
+        data = _run_data(config, corpus, SubwordTokenizer.load(tokenizer_path), replicas, worker)
     write_dir = output_dir
     if not chief:
         write_dir = Path(tempfile.mkdtemp(prefix="keras-attention-worker-"))

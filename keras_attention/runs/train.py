@@ -155,7 +155,7 @@ def _train(run: PreparedRun) -> TrainResult:
     previous_policy = keras.config.dtype_policy()
     if config.mixed_precision:
         keras.config.set_dtype_policy(config.mixed_precision)
-    steps_per_epoch = int(data.train_batches(0).cardinality())
+    steps_per_epoch = int(data.train_batches(0).cardinality()) * data.steps_per_batch
     updates_per_epoch = steps_per_epoch // config.accumulate_steps
     try:
         with strategy.scope():
@@ -199,6 +199,7 @@ def _train(run: PreparedRun) -> TrainResult:
             epochs=config.epochs,
             callbacks=callbacks,
             after_restore=after_restore,
+            steps_per_batch=data.steps_per_batch,
             validation_data=data.val_batches,
             shuffle=False,  # each epoch's batches are already shuffled, with a seed
             # A progress bar at a terminal; one line per epoch in a log file.

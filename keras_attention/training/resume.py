@@ -13,6 +13,7 @@ def fit_resumable(
     epochs: int,
     callbacks: Sequence[keras.callbacks.Callback] | None = None,
     after_restore: Callable[[int, int], None] | None = None,
+    steps_per_batch: int = 1,
     **fit_kwargs,
 ) -> keras.callbacks.History:
     """`model.fit(train_data, epochs=epochs, callbacks=callbacks, **fit_kwargs)`, resuming a
@@ -55,6 +56,10 @@ def fit_resumable(
         after_restore: called with `(epoch, batch)`, where the restored backup says
             training stands (`(initial_epoch, 0)` without one), before any training: e.g.
             to drop the log rows and checkpoints of epochs that the backup does not cover.
+        steps_per_batch: for a callable `train_data`, the steps that each of its batches
+            makes: 1, or the number of workers when they read their own files and
+            `tf.distribute` splits each worker's batch over that many steps
+            (`data.stream_batches`). An epoch is then `steps_per_batch` times its batches.
         **fit_kwargs: the other arguments of `model.fit` (`validation_data`, `verbose`,
             ...); `initial_epoch` only counts without a backup, as in `model.fit`.
 
@@ -89,7 +94,16 @@ def fit_resumable(
     if after_restore is not None:
         after_restore(epoch, batches)
     if callable(train_data) and not _is_dataset(train_data):
-        return _fit_epochs(model, train_data, epochs, callbacks, backup, epoch, batches, fit_kwargs)
+        return _fit_epochs(
+            model,
+            train_data,
+            epochs,
+            callbacks,
+            backup,
+            (epoch, batches),
+            steps_per_batch,
+            fit_kwargs,
+        )
     if backup is None or batches == 0 or epoch >= epochs:
         return model.fit(
             train_data, epochs=epochs, initial_epoch=epoch, callbacks=callbacks, **fit_kwargs
@@ -118,19 +132,27 @@ def _fit_epochs(
     epochs: int,
     callbacks: list,
     backup: ClusterBackupAndRestore | None,
-    epoch: int,
-    batches: int,
+    start: tuple[int, int],
+    steps_per_batch: int,
     fit_kwargs: dict,
 ) -> keras.callbacks.History:
-    """`fit_resumable` for a callable `epoch_data`: epochs `epoch`.. as one stream, with
-    `steps_per_epoch` (with it, Keras reads one iterator across the epochs)."""
+    """`fit_resumable` for a callable `epoch_data`, from batch `start[1]` of epoch
+    `start[0]`: the epochs as one stream, with `steps_per_epoch` (with it, Keras reads one
+    iterator across the epochs)."""
+    epoch, batches = start
     fit_kwargs.pop("steps_per_epoch", None)
     first_data = epoch_data(min(epoch, epochs - 1))
     steps = _cardinality(first_data)
     if steps is None:
         raise ValueError("every epoch of train_data must have a known number of batches")
+    steps *= steps_per_batch
     if batches:
         _check_batches(backup, epoch, batches, steps)
+        if batches % steps_per_batch:
+            raise ValueError(
+                f"the backup in {backup.backup_dir} stands at step {batches} of epoch {epoch}, "
+                f"in the middle of a batch of {steps_per_batch} steps"
+            )
 
     def stream(first: int, data):
         for later in range(first + 1, epochs):
@@ -152,8 +174,9 @@ def _fit_epochs(
             **fit_kwargs,
         )
     first_kwargs = {**fit_kwargs, "steps_per_epoch": steps - batches}
+    rest = first_data.skip(batches // steps_per_batch)
     first, first_epochs, first_history = _fit_rest_of_epoch(
-        model, first_data.skip(batches), epochs, callbacks, backup, epoch, batches, first_kwargs
+        model, rest, epochs, callbacks, backup, epoch, batches, first_kwargs
     )
     if model.stop_training or epoch + 1 >= epochs:
         return first

@@ -136,3 +136,27 @@ def test_stream_batches_hold_every_pair_once_in_the_bucket_shapes(tmp_path: Path
     # A new order each pass, the same first pass for the same seed.
     again = stream_batches(*files, tokenizer, max_tokens=256, max_length=32, seed=3)
     assert flat_order(epoch(again)) == flat_order(batches) != flat_order(epoch(dataset))
+
+
+def test_workers_read_by_file_only_when_each_has_a_shard():
+    from keras_attention.data.streaming import shards_by_file
+
+    assert not shards_by_file(8, 1)  # one worker: nothing to shard
+    assert shards_by_file(2, 2) and shards_by_file(8, 3)
+    assert not shards_by_file(1, 2)  # a worker would have no shard: by data
+
+
+def test_a_file_shard_reads_every_workers_shards_and_no_other(tmp_path: Path):
+    sources, targets = GENERATED_SOURCES[:40], GENERATED_TARGETS[:40]
+    files = write_shards(tmp_path, sources, targets, 5)
+    everything = Counter(zip(sources, targets, strict=True))
+    seen = Counter()
+    for worker in range(2):
+        got = pairs_of(parallel_text(*files, shuffle_files=True, seed=1, file_shard=(2, worker)))
+        # Worker w reads shards w, w + 2, ... (shard i holds pairs i, i + 5, ...).
+        mine = Counter()
+        for shard in range(worker, 5, 2):
+            mine.update(zip(sources[shard::5], targets[shard::5], strict=True))
+        assert Counter(got) == mine
+        seen.update(got)
+    assert seen == everything
