@@ -306,3 +306,22 @@ def test_a_run_accumulates_gradients_over_batches(tmp_path: Path):
     assert "8/8" in done.stdout
     optimizer = keras.models.load_model(tmp_path / "model.keras").optimizer
     assert optimizer.gradient_accumulation_steps == 2 and int(optimizer.iterations) == 4
+
+
+def test_validate_every_steps_counts_rounds(capsys):
+    from tools.train import parse_args
+
+    steps = ["--train-steps", "12", "--save-every-steps", "3"]
+    config, _, _ = parse_args([*steps, "--validate-every-steps", "6"])
+    assert config.validation_bleu_every == 2  # every second round of 3 steps
+    config, _, _ = parse_args(["--train-steps", "12", "--validate-every-steps", "12"])
+    assert config.validation_bleu_every == 1  # one round of all the steps
+    for args, message in [
+        ([*steps, "--validate-every-steps", "4"], "must be a multiple of the 3 steps of a round"),
+        (["--validate-every-steps", "4"], "--validate-every-steps needs --train-steps"),
+        ([*steps, "--validate-every-steps", "6", "--validation-bleu-every", "1"], "exclude"),
+    ]:
+        with pytest.raises(SystemExit) as exit_info:
+            parse_args(args)
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err

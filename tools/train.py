@@ -77,6 +77,22 @@ def parse_override(item: str) -> tuple[str, object]:
         )
 
 
+def _rounds_between_validations(parser: ArgumentParser, args: argparse.Namespace) -> int:
+    """`--validate-every-steps` in rounds of `--save-every-steps` (all the steps by default)."""
+    if args.train_steps is None:
+        parser.error("--validate-every-steps needs --train-steps (with --epochs, use "
+                     "--validation-bleu-every)")  # fmt: skip
+    if args.validation_bleu_every is not None:
+        parser.error("--validate-every-steps and --validation-bleu-every exclude each other")
+    round_steps = args.save_every_steps or args.train_steps
+    if args.validate_every_steps % round_steps:
+        parser.error(
+            f"--validate-every-steps {args.validate_every_steps} must be a multiple of the "
+            f"{round_steps} steps of a round (--save-every-steps): validation ends a round"
+        )
+    return args.validate_every_steps // round_steps
+
+
 def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
     """The command line as a `TrainConfig`, whether to export and evaluate after training,
     and whether to overwrite another run in the output folder."""
@@ -204,6 +220,13 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         "--save-every-steps", type=positive, default=None, help="steps per round (default: all)"
     )
     parser.add_argument(
+        "--validate-every-steps",
+        type=positive,
+        default=None,
+        help="with --train-steps: translate the validation split every N steps, a multiple of "
+        "--save-every-steps (sets --validation-bleu-every in rounds)",
+    )
+    parser.add_argument(
         "--keep-checkpoints",
         type=positive,
         default=None,
@@ -225,6 +248,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
     args = parser.parse_args(argv)
     if args.train_steps is not None and args.epochs is not None:
         parser.error("--epochs and --train-steps exclude each other (rounds replace epochs)")
+    if args.validate_every_steps is not None:
+        args.validation_bleu_every = _rounds_between_validations(parser, args)
     overrides = dict(parse_override(item) for item in args.override)
     config = TrainConfig(
         output_dir=args.output_dir,
