@@ -108,3 +108,21 @@ def test_the_fault_variable_is_read(text, parsed):
 def test_a_bad_fault_variable_is_named(text):
     with pytest.raises(ValueError, match="KERAS_ATTENTION_FAULT must look like POINT:N"):
         _parse_fault(text)
+
+
+def test_a_step_run_killed_mid_round_resumes_by_step(tmp_path: Path):
+    from tools.benchmarks.fault_injection import FaultPoint
+
+    # 2 rounds of 6 steps over passes of 9 batches (300 pairs): round 2 crosses a pass end.
+    # Killed at its 10th step, the start resumes from the step backup after step 8 (4 steps
+    # a backup), in the middle of round 2, and must end with the uninterrupted weights.
+    point = FaultPoint("mid round 2, across a pass end", ("step:10",))
+    config = FaultConfig(
+        (point,), work_dir=str(tmp_path), epochs=2, round_steps=6, export=False, references=1
+    )
+    report = run_fault_injection(config, progress=None)
+    result = report.results[0]
+    assert report.reference_problems == []
+    assert result.killed == [True] and result.completed, result.output
+    assert result.problems == []
+    assert result.difference == 0.0

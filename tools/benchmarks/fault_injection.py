@@ -112,7 +112,9 @@ class FaultConfig:
     Attributes:
         points: the points to try.
         work_dir: where the run folders go (`None`: a temporary folder, removed).
-        epochs: epochs of the tiny run.
+        epochs: epochs of the tiny run (with `round_steps`, its rounds).
+        round_steps: train by steps instead, `epochs` rounds of this many
+            (`--train-steps epochs * round_steps --save-every-steps round_steps`).
         export: export the SavedModel (`--export`), so that its points can be tried.
         extra_arguments: more `tools/train.py` arguments (after `TINY_ARGUMENTS`).
         references: uninterrupted runs (>= 2 measures the nondeterminism).
@@ -123,6 +125,7 @@ class FaultConfig:
     points: tuple[FaultPoint, ...] = LONG_POINTS
     work_dir: str | None = None
     epochs: int = 3
+    round_steps: int | None = None
     export: bool = True
     extra_arguments: tuple[str, ...] = ()
     references: int = 2
@@ -220,10 +223,13 @@ class FaultReport:
 
 def train_command(config: FaultConfig, output_dir: Path) -> list[str]:
     """The `tools/train.py` command of the tiny run in `output_dir`."""
+    length = ["--epochs", str(config.epochs)]
+    if config.round_steps is not None:
+        length = ["--train-steps", str(config.epochs * config.round_steps),
+                  "--save-every-steps", str(config.round_steps)]  # fmt: skip
     return [
-        sys.executable, str(TRAIN_SCRIPT), "--output-dir", str(output_dir),
-        "--epochs", str(config.epochs), *TINY_ARGUMENTS,
-        "--export" if config.export else "--no-export", *config.extra_arguments,
+        sys.executable, str(TRAIN_SCRIPT), "--output-dir", str(output_dir), *length,
+        *TINY_ARGUMENTS, "--export" if config.export else "--no-export", *config.extra_arguments,
     ]  # fmt: skip
 
 
