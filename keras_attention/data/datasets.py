@@ -5,7 +5,7 @@ from pathlib import Path
 
 from keras_attention.data.generated_corpus import generated_splits
 from keras_attention.data.multi30k import load_multi30k
-from keras_attention.data.text_files import read_parallel
+from keras_attention.data.streaming import read_parallel
 
 DATASETS = ("generated", "multi30k", "shards")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import keras
 
 from keras_attention.core.atomic_files import write_bytes_atomically
-from keras_attention.data.text_files import read_parallel
+from keras_attention.data.streaming import read_parallel
 
 # The raw task-1 files of the public Multi30k repository.
 DEFAULT_ORIGIN = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"

@@ -46,6 +46,42 @@ class EncodedPairs:
         return np.maximum(source, target)
 
 
+def check_encoding(max_length: int, long_pairs: str) -> None:
+    """Raises `ValueError` for a `long_pairs` policy or a `max_length` that `encode_pairs` and
+    `data.streaming.tokenize_pairs` do not take."""
+    if long_pairs not in LONG_PAIR_POLICIES:
+        raise ValueError(f"long_pairs must be one of {LONG_PAIR_POLICIES}; got {long_pairs!r}")
+    if max_length < 2:
+        raise ValueError(f"max_length must be >= 2; got max_length={max_length}")
+
+
+def encode_ids(
+    source_ids: tf.RaggedTensor, target_ids: tf.RaggedTensor, max_length: int, long_pairs: str
+) -> tuple[tf.RaggedTensor, tf.RaggedTensor, tf.Tensor]:
+    """Subword ids of a batch of pairs -> `(source ids + EOS, BOS + target ids + EOS,
+    number of over-long pairs)`, the over-long pairs dropped or cut (see `encode_pairs`).
+
+    The one encoding of every corpus: `encode_pairs` applies it to a corpus in memory,
+    `data.streaming.tokenize_pairs` to each batch of lines of a stream.
+    """
+    too_long = (source_ids.row_lengths() + 1 > max_length) | (
+        target_ids.row_lengths() + 1 > max_length
+    )
+    if long_pairs == "drop":
+        source_ids = tf.ragged.boolean_mask(source_ids, ~too_long)
+        target_ids = tf.ragged.boolean_mask(target_ids, ~too_long)
+    else:
+        source_ids, target_ids = source_ids[:, : max_length - 1], target_ids[:, : max_length - 1]
+    rows = source_ids.nrows()
+    eos = tf.fill([rows, 1], tf.constant(EOS_ID, source_ids.dtype))
+    bos = tf.fill([rows, 1], tf.constant(BOS_ID, target_ids.dtype))
+    return (
+        tf.concat([source_ids, eos], axis=1),
+        tf.concat([bos, target_ids, eos], axis=1),
+        tf.reduce_sum(tf.cast(too_long, tf.int32)),
+    )
+
+
 def encode_pairs(
     tokenizer: SubwordTokenizer,
     sources: list[str],
@@ -72,27 +108,17 @@ def encode_pairs(
         raise ValueError(
             f"sources and targets must align; got {len(sources)} sources, {len(targets)} targets"
         )
-    if long_pairs not in LONG_PAIR_POLICIES:
-        raise ValueError(f"long_pairs must be one of {LONG_PAIR_POLICIES}; got {long_pairs!r}")
-    if max_length < 2:
-        raise ValueError(f"max_length must be >= 2; got max_length={max_length}")
-    source_ids = tokenizer.tokenize(tf.constant(sources, tf.string))
-    target_ids = tokenizer.tokenize(tf.constant(targets, tf.string))
-    too_long = (source_ids.row_lengths() + 1 > max_length) | (
-        target_ids.row_lengths() + 1 > max_length
+    check_encoding(max_length, long_pairs)
+    encoded_sources, encoded_targets, num_long = encode_ids(
+        tokenizer.tokenize(tf.constant(sources, tf.string)),
+        tokenizer.tokenize(tf.constant(targets, tf.string)),
+        max_length,
+        long_pairs,
     )
-    num_long = int(tf.reduce_sum(tf.cast(too_long, tf.int32)))
-    if long_pairs == "drop":
-        source_ids = tf.ragged.boolean_mask(source_ids, ~too_long)
-        target_ids = tf.ragged.boolean_mask(target_ids, ~too_long)
-    else:
-        source_ids, target_ids = source_ids[:, : max_length - 1], target_ids[:, : max_length - 1]
-    rows = source_ids.nrows()
-    eos = tf.fill([rows, 1], EOS_ID)
-    bos = tf.fill([rows, 1], BOS_ID)
+    num_long = int(num_long)
     encoded = EncodedPairs(
-        sources=tf.concat([source_ids, eos], axis=1),
-        targets=tf.concat([bos, target_ids, eos], axis=1),
+        sources=encoded_sources,
+        targets=encoded_targets,
         num_read=len(sources),
         num_dropped=num_long if long_pairs == "drop" else 0,
         num_cut=num_long if long_pairs == "cut" else 0,

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from keras_attention.core.special_tokens import BOS_ID, EOS_ID
 from keras_attention.data.pipeline import (
-    LONG_PAIR_POLICIES,
     bucket_batches,
     bucket_plan,
+    check_encoding,
+    encode_ids,
     for_fit,
 )
 from keras_attention.data.tokenizer import SubwordTokenizer
@@ -26,6 +26,7 @@ from keras_attention.data.tokenizer import SubwordTokenizer
 # A line of a text file never holds a line feed: this marks the end of a shard.
 _END = "\n"
 TOKENIZE_BATCH = 512
+CHECK_BATCH = 256  # lines of a shard checked at once
 SHUFFLE_BUFFER = 100_000
 
 
@@ -83,44 +84,55 @@ def _lines(path: tf.Tensor) -> tf.data.Dataset:
     return lines.concatenate(tf.data.Dataset.from_tensors(tf.constant(_END)))
 
 
-def _checked(source_path: tf.Tensor, target_path: tf.Tensor):
-    """A map over `(line_number, (source, target))` that stops on misaligned or bad lines."""
+def _first(numbers: tf.Tensor, where: tf.Tensor) -> tf.Tensor:
+    """The line number of the first `True` of `where` (any number when there is none)."""
+    return numbers[tf.argmax(tf.cast(where, tf.int32))]
 
-    def check(number, pair):
-        source, target = pair
-        source_end, target_end = tf.equal(source, _END), tf.equal(target, _END)
-        shorter = tf.where(source_end, source_path, target_path)
-        longer = tf.where(source_end, target_path, source_path)
+
+def _checked(source_path: tf.Tensor, target_path: tf.Tensor):
+    """A map over batches of `(line numbers, (sources, targets))` that stops on misaligned
+    or bad lines and keeps the pairs with text on both sides (CR of CRLF endings dropped)."""
+
+    def check(numbers, pair):
+        sources, targets = pair
+        source_end, target_end = tf.equal(sources, _END), tf.equal(targets, _END)
+        differ = tf.not_equal(source_end, target_end)
+        source_ends_first = tf.reduce_any(source_end & differ)
+        shorter = tf.where(source_ends_first, source_path, target_path)
+        longer = tf.where(source_ends_first, target_path, source_path)
         misaligned = tf.strings.join(
             [
                 "parallel files differ in length: ", shorter, " ends after line ",
-                tf.strings.as_string(number - 1), ", ", longer, " goes on; line i of one must "
-                "translate line i of the other",
+                tf.strings.as_string(_first(numbers, differ) - 1), ", ", longer, " goes on; "
+                "line i of one must translate line i of the other",
             ]
         )  # fmt: skip
-        aligned = tf.debugging.Assert(tf.equal(source_end, target_end), [misaligned])
-        checks = [aligned]
-        for path, line in ((source_path, source), (target_path, target)):
+        checks = [tf.debugging.Assert(~tf.reduce_any(differ), [misaligned])]
+        for path, lines in ((source_path, sources), (target_path, targets)):
             repaired = tf.strings.unicode_transcode(
-                line, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+                lines, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
             )
-            where = [path, ":", tf.strings.as_string(number)]
+            bad = tf.not_equal(repaired, lines)
+            where = [path, ":", tf.strings.as_string(_first(numbers, bad))]
             message = tf.strings.join([*where, ": not valid UTF-8"])
-            checks.append(tf.debugging.Assert(tf.equal(repaired, line), [message]))
+            checks.append(tf.debugging.Assert(~tf.reduce_any(bad), [message]))
         with tf.control_dependencies(checks):
-            # A CRLF file's lines keep their CR: drop it, as `read_parallel` does.
-            return (
-                tf.strings.regex_replace(source, "\r$", ""),
-                tf.strings.regex_replace(target, "\r$", ""),
-            )
+            # A CRLF file's lines keep their CR: drop it.
+            sources = tf.strings.regex_replace(sources, "\r$", "")
+            targets = tf.strings.regex_replace(targets, "\r$", "")
+        # Blank on either side (the end marker too): nothing to learn.
+        blank = tf.strings.regex_full_match(sources, r"\s*") | tf.strings.regex_full_match(
+            targets, r"\s*"
+        )
+        return tf.boolean_mask(sources, ~blank), tf.boolean_mask(targets, ~blank)
 
     return check
 
 
 def _shard_pairs(source_path: tf.Tensor, target_path: tf.Tensor) -> tf.data.Dataset:
+    """Batches of the checked, non-blank pairs of one pair of shards."""
     pairs = tf.data.Dataset.zip((_lines(source_path), _lines(target_path))).enumerate(start=1)
-    pairs = pairs.map(_checked(source_path, target_path))
-    return pairs.filter(lambda source, target: tf.not_equal(source, _END))
+    return pairs.batch(CHECK_BATCH).map(_checked(source_path, target_path))
 
 
 def parallel_text(
@@ -133,14 +145,14 @@ def parallel_text(
 ) -> tf.data.Dataset:
     """Sentence pairs streamed from aligned text shards.
 
-    Pairs where either side is blank are dropped (they teach nothing), as in `read_parallel`.
+    Pairs where either side is blank are dropped (they teach nothing).
 
     Args:
         source_files: the source shards.
         target_files: the target shards, shard i aligned with source shard i.
         shuffle_files: visit the shards in a new seeded order every pass.
         seed: the shard-shuffling seed.
-        cycle_length: shards read at once, their lines interleaved.
+        cycle_length: shards read at once, their lines interleaved in blocks of `CHECK_BATCH`.
         file_shard: `(workers, index)`: read only shards `index, index + workers, ...`.
 
     Returns:
@@ -158,6 +170,7 @@ def parallel_text(
         sources = sources[file_shard[1] :: file_shard[0]]
     if shuffle_files:
         shards = shards.shuffle(len(sources), seed=seed, reshuffle_each_iteration=True)
+    # Batches of the shards' lines, interleaved: lines are checked a batch at a time.
     pairs = shards.interleave(
         _shard_pairs,
         cycle_length=min(cycle_length, len(sources)),
@@ -165,10 +178,44 @@ def parallel_text(
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
     )
-    nonblank = tf.strings.regex_full_match
-    return pairs.filter(
-        lambda source, target: ~(nonblank(source, r"\s*") | nonblank(target, r"\s*"))
-    )
+    return pairs.unbatch()
+
+
+def read_parallel(
+    source_path: str | os.PathLike, target_path: str | os.PathLike
+) -> tuple[list[str], list[str]]:
+    """Reads aligned sentences into memory with the stream's own reader (`parallel_text`):
+    line i of the source file translates line i of the target file.
+
+    Pairs where either side is blank are dropped (they teach nothing); everything else is
+    kept as it is, but for a line's CRLF ending.
+
+    Returns:
+        `(sources, targets)`, two lists of the same length.
+
+    Raises:
+        FileNotFoundError: if a file does not exist.
+        ValueError: for an empty file, a line that is not UTF-8 (naming file and line),
+            different line counts (naming both files and where the shorter ends), or no pair
+            left.
+    """
+    check_shards([source_path], [target_path])
+    for path in (source_path, target_path):
+        if not Path(path).stat().st_size:
+            raise ValueError(f"corpus file is empty: {path}")
+    sources, targets = [], []
+    try:
+        for source, target in parallel_text([source_path], [target_path]).batch(4096):
+            sources += [line.decode("utf-8") for line in source.numpy()]
+            targets += [line.decode("utf-8") for line in target.numpy()]
+    except tf.errors.InvalidArgumentError as error:
+        message = stream_error(error)
+        if message is None:
+            raise
+        raise ValueError(message) from None
+    if not sources:
+        raise ValueError(f"no non-blank sentence pair in {source_path} and {target_path}")
+    return sources, targets
 
 
 def tokenize_pairs(
@@ -180,7 +227,7 @@ def tokenize_pairs(
     """Sentence pairs -> `(source ids + EOS, BOS + target ids + EOS)`, tokenized in batches.
 
     Over-long pairs (source with EOS, or BOS + target, longer than `max_length` tokens) are
-    dropped or cut, as `encode_pairs` does.
+    dropped or cut: `encode_ids`, the encoding of `encode_pairs`, on each batch of lines.
 
     Args:
         pairs: a dataset of `(source, target)` strings (`parallel_text`).
@@ -191,30 +238,19 @@ def tokenize_pairs(
     Returns:
         A dataset of `(source_ids, target_ids)` int32 vectors.
     """
-    if long_pairs not in LONG_PAIR_POLICIES:
-        raise ValueError(f"long_pairs must be one of {LONG_PAIR_POLICIES}; got {long_pairs!r}")
-    if max_length < 2:
-        raise ValueError(f"max_length must be >= 2; got max_length={max_length}")
+    check_encoding(max_length, long_pairs)
 
-    def tokenize(sources, targets):
-        return (
+    def encode(sources, targets):
+        source_ids, target_ids, _ = encode_ids(
             tf.cast(tokenizer.tokenize(sources), tf.int32),
             tf.cast(tokenizer.tokenize(targets), tf.int32),
+            max_length,
+            long_pairs,
         )
+        return source_ids, target_ids
 
-    ids = pairs.batch(TOKENIZE_BATCH).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE)
-    ids = ids.unbatch()
-    if long_pairs == "drop":
-        ids = ids.filter(
-            lambda source, target: (tf.size(source) < max_length) & (tf.size(target) < max_length)
-        )
-    else:
-        ids = ids.map(lambda source, target: (source[: max_length - 1], target[: max_length - 1]))
-    eos, bos = tf.constant([EOS_ID], tf.int32), tf.constant([BOS_ID], tf.int32)
-    return ids.map(
-        lambda source, target: (tf.concat([source, eos], 0), tf.concat([bos, target, eos], 0)),
-        num_parallel_calls=tf.data.AUTOTUNE,
-    )
+    ids = pairs.batch(TOKENIZE_BATCH).map(encode, num_parallel_calls=tf.data.AUTOTUNE)
+    return ids.unbatch()
 
 
 def shards_by_file(num_shards: int, workers: int) -> bool:

@@ -1,4 +1,6 @@
-"""Reading a parallel corpus from two text files, with errors that name the file and line."""
+"""Reading UTF-8 text lines, with errors that name the file (or stdin) and the line.
+
+Parallel corpora are read by `data.streaming` (`parallel_text`, `read_parallel`)."""
 
 import os
 from collections.abc import Iterable, Iterator
@@ -45,31 +47,3 @@ def read_lines(path: str | os.PathLike) -> list[str]:
     if not lines:
         raise ValueError(f"corpus file is empty: {path}")
     return lines
-
-
-def read_parallel(
-    source_path: str | os.PathLike, target_path: str | os.PathLike
-) -> tuple[list[str], list[str]]:
-    """Reads aligned sentences: line i of the source file translates line i of the target file.
-
-    Pairs where either side is blank are dropped (they teach nothing); everything else is
-    kept as it is.
-
-    Returns:
-        `(sources, targets)`, two lists of the same length.
-
-    Raises:
-        FileNotFoundError: if a file does not exist.
-        ValueError: for an empty file, invalid UTF-8 (naming file and line), different line
-            counts (naming both files and counts), or no pair left.
-    """
-    sources, targets = read_lines(source_path), read_lines(target_path)
-    if len(sources) != len(targets):
-        raise ValueError(
-            f"parallel files differ in length: {source_path} has {len(sources)} lines, "
-            f"{target_path} has {len(targets)}; line i of one must translate line i of the other"
-        )
-    pairs = [(s, t) for s, t in zip(sources, targets, strict=True) if s.strip() and t.strip()]
-    if not pairs:
-        raise ValueError(f"no non-blank sentence pair in {source_path} and {target_path}")
-    return [s for s, _ in pairs], [t for _, t in pairs]

@@ -11,11 +11,11 @@ import tensorflow as tf
 from keras_attention.data.pipeline import bucket_plan, encode_pairs
 from keras_attention.data.streaming import (
     parallel_text,
+    read_parallel,
     stream_batches,
     stream_error,
     tokenize_pairs,
 )
-from keras_attention.data.text_files import read_parallel
 from tests.data.conftest import GENERATED_SOURCES, GENERATED_TARGETS, repeat
 from tests.data.test_pipeline import batch_rows, encoded_rows, epoch, flat_order
 
