@@ -1,16 +1,21 @@
 """User errors of the command-line tools: one line, `error: ...`, exit status 2, no traceback.
 
-Each tool runs as a subprocess, as a user would run it, on a run folder made without training
-(`make_tiny_run`). Output paths are checked before any work: nothing is loaded, translated or
-written. Missing and corrupt files (truncated `model.keras` and `.weights.h5`, a broken
-`config.json`) and input that is not UTF-8 are named, with the line for text.
+Each tool's `main` runs in the test's process (a few run as programs, as a user would run
+them), on a run folder made without training (`make_tiny_run`). Output paths are checked
+before any work: nothing is loaded, translated or written. Missing and corrupt files
+(truncated `model.keras` and `.weights.h5`, a broken `config.json`) and input that is not
+UTF-8 are named, with the line for text.
 """
 
+import contextlib
+import importlib
+import io
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -53,10 +58,36 @@ def truncate(path: Path) -> Path:
 
 
 def user_error(tool: str, *args: str | Path, stdin: bytes = b"") -> str:
-    """Runs `tools/<tool>.py` with `args`, which must fail with a user error; returns the error.
+    """Runs the `main` of `tools/<tool>.py` with `args` in this process, which must fail with
+    a user error; returns the error.
+
+    The error is one line, `error: ...`, on stderr, with exit status 2; nothing was printed
+    on stdout (no model was scored, nothing translated). `program_error` runs the tool as a
+    program, where no traceback nor TensorFlow line may come either.
+    """
+    main = importlib.import_module(f"tools.{tool}").main
+    stdout, stderr = io.StringIO(), io.StringIO()
+    stdin_text = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
+    with (
+        contextlib.redirect_stdout(stdout),
+        contextlib.redirect_stderr(stderr),
+        mock.patch.object(sys, "stdin", stdin_text),
+        pytest.raises(SystemExit) as exit_info,
+    ):
+        main([str(arg) for arg in args])
+    assert exit_info.value.code == 2, stderr.getvalue()[-3000:]
+    lines = stderr.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr.getvalue()[-3000:]
+    assert stdout.getvalue() == ""
+    return lines[0]
+
+
+def program_error(tool: str, *args: str | Path, stdin: bytes = b"") -> str:
+    """Runs `tools/<tool>.py` with `args` as a program, which must fail with a user error;
+    returns the error.
 
     The error is one line, `error: ...`, and nothing else on stderr, with exit status 2 and
-    no traceback; nothing was printed on stdout (no model was scored, nothing translated).
+    no traceback; nothing was printed on stdout.
     """
     done = subprocess.run(
         [sys.executable, str(ROOT / "tools" / f"{tool}.py"), *map(str, args)],
@@ -119,7 +150,8 @@ def test_input_that_is_not_utf8_is_named_with_its_line(run: TinyRun, tmp_path: P
     path = tmp_path / "input.txt"
     path.write_bytes(text)
     args, stdin, name = ([path], b"", str(path)) if source == "file" else ([], text, "<stdin>")
-    error = user_error("translate", "--run-dir", run.path, *args, stdin=stdin)
+    # As a program: the whole path from the bytes on stdin or in the file.
+    error = program_error("translate", "--run-dir", run.path, *args, stdin=stdin)
     assert error.startswith(f"error: {name}:2: not valid UTF-8")
 
 

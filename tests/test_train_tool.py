@@ -1,8 +1,10 @@
 """`tools/train.py` end to end: the files of a run, resuming after SIGKILL, a run folder that
 belongs to one configuration, and user errors as one line that leave nothing behind."""
 
+import contextlib
 import csv
 import dataclasses
+import io
 import json
 import os
 import subprocess
@@ -127,6 +129,26 @@ def test_a_run_writes_every_file_over_another_run_with_overwrite(tmp_path: Path)
 
 
 def user_error(*args: str | Path) -> str:
+    """Runs `tools/train.py`'s `main` in this process, which must fail with one line,
+    `error: ...`, exit status 2 and nothing on stdout; returns the line. (A test of its own
+    runs the tool as a program: no traceback and none of TensorFlow's start-up lines.)"""
+    from tools.train import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with (
+        contextlib.redirect_stdout(stdout),
+        contextlib.redirect_stderr(stderr),
+        pytest.raises(SystemExit) as exit_info,
+    ):
+        main([str(arg) for arg in args])
+    assert exit_info.value.code == 2, stderr.getvalue()[-3000:]
+    lines = stderr.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr.getvalue()[-3000:]
+    assert stdout.getvalue() == ""
+    return lines[0]
+
+
+def program_error(*args: str | Path) -> str:
     """Runs tools/train.py, which must fail with one line, `error: ...`; returns it."""
     done = run_train(*args)
     assert done.returncode == 2, done.stderr[-3000:]
@@ -138,6 +160,20 @@ def user_error(*args: str | Path) -> str:
     assert all(line.startswith(own) for line in done.stderr.splitlines()), done.stderr[-3000:]
     assert done.stdout == ""
     return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--epochs", "0"], "error: argument --epochs: must be >= 1; got 0"),  # the parser's
+        (["--accumulate-steps", "500"], "error: --accumulate-steps=500 is more than"),  # the data's
+    ],
+)
+def test_the_program_prints_only_the_error_line(tmp_path: Path, args, message):
+    output_dir = tmp_path / "run"
+    error = program_error(*train_command(output_dir, 1, *args)[2:])
+    assert message in error, error
+    assert not output_dir.exists()
 
 
 @pytest.mark.parametrize(
