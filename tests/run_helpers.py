@@ -1,17 +1,23 @@
-"""Helpers shared by the tests that run the tools: killing a training process and resuming it,
-and recognising TensorFlow's native log lines."""
+"""Helpers shared by the tests that run the tools: a tool's user error in-process, killing a
+training process and resuming it, and recognising TensorFlow's native log lines."""
 
+import contextlib
 import csv
+import importlib
+import io
 import json
 import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
+import pytest
 
 # TensorFlow's own C++ log lines (absl format), which TF 2.21 prints while it is imported
 # whatever TF_CPP_MIN_LOG_LEVEL says ("oneDNN custom operations are on", "Could not find cuda
@@ -20,6 +26,27 @@ NATIVE_LOG_LINE = re.compile(
     r"[IWEF]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] .*"
     r"|WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
 )
+
+
+def main_error(tool: str, *args: str | Path, stdin: bytes = b"") -> str:
+    """Runs the `main` of `tools/<tool>.py` with `args` (and `stdin`) in this process, which
+    must fail with a user error: one line, `error: ...`, on stderr, exit status 2, nothing on
+    stdout. Returns the line."""
+    main = importlib.import_module(f"tools.{tool}").main
+    stdout, stderr = io.StringIO(), io.StringIO()
+    stdin_text = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
+    with (
+        contextlib.redirect_stdout(stdout),
+        contextlib.redirect_stderr(stderr),
+        mock.patch.object(sys, "stdin", stdin_text),
+        pytest.raises(SystemExit) as exit_info,
+    ):
+        main([str(arg) for arg in args])
+    assert exit_info.value.code == 2, stderr.getvalue()[-3000:]
+    lines = stderr.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr.getvalue()[-3000:]
+    assert stdout.getvalue() == ""
+    return lines[0]
 
 
 def logged_epochs(output_dir: Path) -> list[int]:

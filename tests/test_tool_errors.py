@@ -7,15 +7,11 @@ before any work: nothing is loaded, translated or written. Missing and corrupt f
 UTF-8 are named, with the line for text.
 """
 
-import contextlib
-import importlib
-import io
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from unittest import mock
 
 import pytest
 
@@ -30,7 +26,7 @@ from keras_attention.cli import (
 )
 from keras_attention.runs.files import build_run_model
 from keras_attention.runs.translate_function import load_translate_function
-from tests.run_helpers import NATIVE_LOG_LINE
+from tests.run_helpers import NATIVE_LOG_LINE, main_error
 from tests.test_run_files import TinyRun, make_tiny_run
 from tests.test_tools import ROOT, TENSORFLOW_ENV
 
@@ -58,28 +54,10 @@ def truncate(path: Path) -> Path:
 
 
 def user_error(tool: str, *args: str | Path, stdin: bytes = b"") -> str:
-    """Runs the `main` of `tools/<tool>.py` with `args` in this process, which must fail with
-    a user error; returns the error.
-
-    The error is one line, `error: ...`, on stderr, with exit status 2; nothing was printed
-    on stdout (no model was scored, nothing translated). `program_error` runs the tool as a
-    program, where no traceback nor TensorFlow line may come either.
-    """
-    main = importlib.import_module(f"tools.{tool}").main
-    stdout, stderr = io.StringIO(), io.StringIO()
-    stdin_text = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
-    with (
-        contextlib.redirect_stdout(stdout),
-        contextlib.redirect_stderr(stderr),
-        mock.patch.object(sys, "stdin", stdin_text),
-        pytest.raises(SystemExit) as exit_info,
-    ):
-        main([str(arg) for arg in args])
-    assert exit_info.value.code == 2, stderr.getvalue()[-3000:]
-    lines = stderr.getvalue().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), stderr.getvalue()[-3000:]
-    assert stdout.getvalue() == ""
-    return lines[0]
+    """Runs the `main` of `tools/<tool>.py` in this process, which must fail with a user
+    error (`main_error`); `program_error` runs the tool as a program, where no traceback nor
+    TensorFlow line may come either."""
+    return main_error(tool, *args, stdin=stdin)
 
 
 def program_error(tool: str, *args: str | Path, stdin: bytes = b"") -> str:

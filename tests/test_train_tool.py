@@ -1,10 +1,8 @@
 """`tools/train.py` end to end: the files of a run, resuming after SIGKILL, a run folder that
 belongs to one configuration, and user errors as one line that leave nothing behind."""
 
-import contextlib
 import csv
 import dataclasses
-import io
 import json
 import os
 import subprocess
@@ -16,7 +14,13 @@ import pytest
 
 import keras_attention  # noqa: F401 (registers the classes that load_model reads)
 from keras_attention.runs.config import TrainConfig
-from tests.run_helpers import NATIVE_LOG_LINE, kill_when, logged_epochs, read_metadata
+from tests.run_helpers import (
+    NATIVE_LOG_LINE,
+    kill_when,
+    logged_epochs,
+    main_error,
+    read_metadata,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [
@@ -129,23 +133,10 @@ def test_a_run_writes_every_file_over_another_run_with_overwrite(tmp_path: Path)
 
 
 def user_error(*args: str | Path) -> str:
-    """Runs `tools/train.py`'s `main` in this process, which must fail with one line,
-    `error: ...`, exit status 2 and nothing on stdout; returns the line. (A test of its own
-    runs the tool as a program: no traceback and none of TensorFlow's start-up lines.)"""
-    from tools.train import main
-
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with (
-        contextlib.redirect_stdout(stdout),
-        contextlib.redirect_stderr(stderr),
-        pytest.raises(SystemExit) as exit_info,
-    ):
-        main([str(arg) for arg in args])
-    assert exit_info.value.code == 2, stderr.getvalue()[-3000:]
-    lines = stderr.getvalue().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), stderr.getvalue()[-3000:]
-    assert stdout.getvalue() == ""
-    return lines[0]
+    """Runs `tools/train.py`'s `main` in this process, which must fail with one line (see
+    `main_error`). (A test of its own runs the tool as a program: no traceback and none of
+    TensorFlow's start-up lines.)"""
+    return main_error("train", *args)
 
 
 def program_error(*args: str | Path) -> str:
