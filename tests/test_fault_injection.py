@@ -1,6 +1,7 @@
-"""Fault injection, the CI's fast mode: a tiny `tools/train.py` run SIGKILLed twice (its epoch-1
-checkpoint half-written, then the end of epoch 2 with its log row written but not its backup),
-then completed: every file of its folder loads and its weights are an uninterrupted run's.
+"""Fault injection, the CI's fast mode: a tiny `tools/train.py` run by steps, in 2 rounds,
+SIGKILLed twice (its round-1 checkpoint half-written, then the end of round 2 with its log row
+written but not its backup), then completed: every file of its folder loads and its weights
+are an uninterrupted run's; and another killed in the middle of round 2, resumed by step.
 
 The long mode (25 points) is `python tools/benchmark.py faults`. The checks themselves must be
 able to fail: damaged copies of a finished folder are reported.
@@ -16,6 +17,7 @@ from keras_attention.core.atomic_files import _parse_fault
 from tools.benchmarks.fault_injection import (
     FAST_POINTS,
     FaultConfig,
+    FaultPoint,
     check_run_folder,
     format_report,
     run_fault_injection,
@@ -24,13 +26,20 @@ from tools.benchmarks.fault_injection import (
 EPOCHS = 2
 
 
+# Killed at its 10th step, a start resumes from the step backup after step 8 (a backup every
+# 4 steps), in the middle of round 2, which crosses a pass end (passes of 9 batches).
+MID_ROUND = FaultPoint("mid round 2, across a pass end", ("step:10",))
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory):
-    """The fast mode, its folders kept: one uninterrupted run, one point of two kills."""
+    """The fast mode, its folders kept, trained by steps (2 rounds of 6 steps over passes of
+    9 batches): one uninterrupted run, its point of two kills, and a kill in mid-round."""
     work_dir = tmp_path_factory.mktemp("faults")
     config = FaultConfig(
-        FAST_POINTS, work_dir=str(work_dir), epochs=EPOCHS, export=False, references=1
-    )
+        (*FAST_POINTS, MID_ROUND), work_dir=str(work_dir), epochs=EPOCHS, round_steps=6,
+        export=False, references=1,
+    )  # fmt: skip
     return run_fault_injection(config, progress=None), work_dir
 
 
@@ -44,7 +53,16 @@ def test_a_run_killed_twice_completes_whole_with_the_uninterrupted_weights(repor
     # On CPU a resumed run repeats the uninterrupted one exactly (same batches, same
     # dropout masks, same optimizer state).
     assert result.difference == 0.0
-    assert (report.tried, report.survived) == (1, 1), format_report(report)
+    assert (report.tried, report.survived) == (2, 2), format_report(report)
+
+
+def test_a_step_run_killed_mid_round_resumes_by_step(report):
+    report, _ = report
+    result = report.results[1]
+    assert result.point == MID_ROUND
+    assert result.killed == [True] and result.completed, result.output
+    assert result.problems == []
+    assert result.difference == 0.0  # the uninterrupted weights
 
 
 @pytest.fixture
@@ -108,21 +126,3 @@ def test_the_fault_variable_is_read(text, parsed):
 def test_a_bad_fault_variable_is_named(text):
     with pytest.raises(ValueError, match="KERAS_ATTENTION_FAULT must look like POINT:N"):
         _parse_fault(text)
-
-
-def test_a_step_run_killed_mid_round_resumes_by_step(tmp_path: Path):
-    from tools.benchmarks.fault_injection import FaultPoint
-
-    # 2 rounds of 6 steps over passes of 9 batches (300 pairs): round 2 crosses a pass end.
-    # Killed at its 10th step, the start resumes from the step backup after step 8 (4 steps
-    # a backup), in the middle of round 2, and must end with the uninterrupted weights.
-    point = FaultPoint("mid round 2, across a pass end", ("step:10",))
-    config = FaultConfig(
-        (point,), work_dir=str(tmp_path), epochs=2, round_steps=6, export=False, references=1
-    )
-    report = run_fault_injection(config, progress=None)
-    result = report.results[0]
-    assert report.reference_problems == []
-    assert result.killed == [True] and result.completed, result.output
-    assert result.problems == []
-    assert result.difference == 0.0
