@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from keras_attention.data.generated_corpus import generated_splits
-from keras_attention.data.text_files import read_lines, read_parallel
+from keras_attention.data.streaming import read_parallel
+from keras_attention.data.text_files import read_lines
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.export import Translator, export_translator, load_exported
 from keras_attention.models import Transformer
@@ -216,7 +217,11 @@ def test_parallel_files_of_different_lengths_are_refused_naming_both(folder: Pat
     sources, targets = folder / "short.txt", folder / "long.txt"
     sources.write_text("a\n" * lengths[0], encoding="utf-8")
     targets.write_text("b\n" * lengths[1], encoding="utf-8")
-    pattern = f"{re.escape(str(sources))} has {lengths[0]} lines, {re.escape(str(targets))} has"
+    shorter, longer = (sources, targets) if lengths[0] < lengths[1] else (targets, sources)
+    pattern = (
+        f"{re.escape(str(shorter))} ends after line {min(lengths)}, "
+        f"{re.escape(str(longer))} goes on"
+    )
     with pytest.raises(ValueError, match=pattern):
         read_parallel(sources, targets)
 

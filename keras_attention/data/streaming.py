@@ -25,6 +25,9 @@ from keras_attention.data.tokenizer import SubwordTokenizer
 
 # A line of a text file never holds a line feed: this marks the end of a shard.
 _END = "\n"
+# A blank line: only the characters that Python's `str.isspace` calls whitespace (checked
+# over every code point), so that a line is blank here when `line.strip()` is empty.
+_BLANK = r"[\s\x{0b}\x{1c}-\x{1f}\x{85}\p{Z}]*"
 TOKENIZE_BATCH = 512
 CHECK_BATCH = 256  # lines of a shard checked at once
 SHUFFLE_BUFFER = 100_000
@@ -121,8 +124,8 @@ def _checked(source_path: tf.Tensor, target_path: tf.Tensor):
             sources = tf.strings.regex_replace(sources, "\r$", "")
             targets = tf.strings.regex_replace(targets, "\r$", "")
         # Blank on either side (the end marker too): nothing to learn.
-        blank = tf.strings.regex_full_match(sources, r"\s*") | tf.strings.regex_full_match(
-            targets, r"\s*"
+        blank = tf.strings.regex_full_match(sources, _BLANK) | tf.strings.regex_full_match(
+            targets, _BLANK
         )
         return tf.boolean_mask(sources, ~blank), tf.boolean_mask(targets, ~blank)
 

@@ -80,8 +80,9 @@ def test_read_parallel_keeps_aligned_pairs(pair_files):
 
 
 def test_read_parallel_drops_pairs_with_a_blank_side(pair_files):
-    sources = ["one", "", "three", "four", " \t", "six"]
-    targets = ["eins", "zwei", "  ", "vier", "fünf", "sechs"]
+    # Blank as `str.strip` sees it, Unicode spaces included.
+    sources = ["one", "", "three", "four", " \t", "six", "seven"]
+    targets = ["eins", "zwei", "  ", "vier", "fünf", "sechs", "\u3000\xa0\x85"]
     assert read_parallel(*pair_files(sources, targets)) == (
         ["one", "four", "six"],
         ["eins", "vier", "sechs"],
