@@ -54,8 +54,8 @@ def _output_limits(source_ids, extra_length: int, max_length: int | None):
     return limits, ops.max(limits)
 
 
-def _next_logits(model, tokens, step, state):
-    """Float32 logits of the token after position `step`.
+def _next_log_probs(model, tokens, step, state):
+    """Log-probabilities of the token after position `step`.
 
     With caches (`state[2]` non-empty) only the token at `step` goes through the decoder and
     the self-attention caches are updated; without, the whole prefix `tokens[:, :step + 1]`
@@ -68,7 +68,7 @@ def _next_logits(model, tokens, step, state):
             decoding without caches.
 
     Returns:
-        `(logits (N, V), new_caches)`.
+        `(log_probs (N, V), new_caches)`.
     """
     encoded, source_mask, caches, cross = state
     rows = ops.shape(tokens)[0]
@@ -81,7 +81,7 @@ def _next_logits(model, tokens, step, state):
             prefix = ops.slice(tokens, [0, 0], [rows, step + 1])  # (N, step + 1)
         logits = model.decode(prefix, encoded, source_mask)  # (N, step + 1 or L + 1, V)
         last = ops.take(logits, step, axis=1)  # (N, V)
-        return ops.cast(last, "float32"), caches
+        return ops.log_softmax(ops.cast(last, "float32"), axis=-1), caches
     last = ops.slice(tokens, [0, step], [rows, 1])  # (N, 1)
     logits, caches = model.decode(
         last,
@@ -92,7 +92,7 @@ def _next_logits(model, tokens, step, state):
         cross_attention_cache=cross,
         append_to_cache=_grow_caches(),
     )  # (N, 1, V)
-    return ops.cast(logits[:, 0], "float32"), caches
+    return ops.log_softmax(ops.cast(logits[:, 0], "float32"), axis=-1), caches
 
 
 def _grow_caches() -> bool:
@@ -127,48 +127,25 @@ def _prepare(model, source_ids, copies: int, length, use_cache: bool):
     return encoded, source_mask, caches, cross
 
 
-def _best_next(logits, step, limits, k: int):
-    """Per hypothesis, its `k` best next tokens and their log-probabilities.
+def _restrict(log_probs, step, limits):
+    """PAD and BOS are never generated; at a sentence's last allowed step only EOS may follow.
 
-    PAD and BOS are never generated; at a sentence's last allowed step only EOS may follow,
-    with its log-probability floored at `_FORCED_EOS_FLOOR` so that it stays the only choice
-    even when the model gives it (almost) none (the other places then hold `_NEG_INF`).
-
-    The `(N, V)` log-probabilities are never written out: a row's `k + 2` largest logits
-    (PAD and BOS may be among them) are ranked once (`wide_top_k`), and only they (and EOS's)
-    become log-probabilities, `logit - max - log(sum(exp(logits - max)))`. This runs on every
-    hypothesis at every step, where passes over the vocabulary cost as much as the decoder.
-    A beam's best continuations are among its hypotheses' own `2 * beams` best tokens, since
-    a hypothesis' score adds the same amount to all of its tokens.
-
-    Args:
-        logits: float32 `(N, V)`.
-        step: the position fed to the decoder (the tokens chosen go to `step + 1`).
-        limits: int `(N,)`, the most tokens each hypothesis may generate.
-        k: tokens kept per hypothesis.
-
-    Returns:
-        `(log_probs, ids)`: float32 and int32 `(N, k)`, best first (equal log-probabilities
-        in the order of their ids, as `top_k` ranks them).
+    A forced EOS keeps its log-probability, floored at `_FORCED_EOS_FLOOR` so that it stays
+    the only choice even when the model gives it (almost) none. One pass over the
+    `(N, V)` log-probabilities at most steps (two more at a step where a row reaches its
+    limit): this runs on every hypothesis at every step.
     """
-    vocabulary = logits.shape[-1]
-    ranked = min(k + 2, vocabulary)
-    values, ids = wide_top_k(logits, ranked, block=64)  # (N, k + 2)
-    top = values[:, :1]  # (N, 1): the row's largest logit
-    log_norm = ops.log(ops.sum(ops.exp(logits - top), axis=-1, keepdims=True))  # (N, 1)
+    ids = ops.arange(ops.shape(log_probs)[-1])  # (V,)
     never = ops.logical_or(ops.equal(ids, PAD_ID), ops.equal(ids, BOS_ID))
-    log_probs = ops.where(never, _NEG_INF, (values - top) - log_norm)
-    if ranked < k:  # a vocabulary of fewer than k tokens: the rest are never chosen
-        log_probs = ops.pad(log_probs, [[0, 0], [0, k - ranked]], constant_values=_NEG_INF)
-        ids = ops.pad(ids, [[0, 0], [0, k - ranked]], constant_values=PAD_ID)
-    log_probs, order = ops.top_k(log_probs, k)  # (N, k): PAD and BOS out
-    ids = ops.take_along_axis(ids, ops.cast(order, "int32"), axis=1)
-    at_limit = ops.equal(step + 1, limits)[:, None]  # (N, 1)
-    eos = ops.maximum((logits[:, EOS_ID : EOS_ID + 1] - top) - log_norm, _FORCED_EOS_FLOOR)
-    first = ops.equal(ops.arange(k), 0)[None, :]  # (1, k)
-    log_probs = ops.where(at_limit, ops.where(first, eos, _NEG_INF), log_probs)
-    ids = ops.where(at_limit, EOS_ID, ids)
-    return log_probs, ids
+    log_probs = log_probs + ops.where(never, _NEG_INF, 0.0)[None, :]
+    at_limit = ops.equal(step + 1, limits)  # (N,)
+
+    def only_eos():
+        eos = ops.maximum(log_probs[:, EOS_ID], _FORCED_EOS_FLOOR)  # (N,)
+        forced = ops.where(ops.equal(ids, EOS_ID)[None, :], eos[:, None], _NEG_INF)
+        return ops.where(at_limit[:, None], forced, log_probs)
+
+    return ops.cond(ops.any(at_limit), only_eos, lambda: log_probs)
 
 
 def greedy_search(
@@ -210,9 +187,10 @@ def greedy_search(
         return ops.logical_and(step < length, ops.logical_not(ops.all(finished)))
 
     def body(step, tokens, scores, finished, caches):
-        logits, caches = _next_logits(model, tokens, step, (*state[:2], caches, state[3]))
-        best_score, best = _best_next(logits, step, limits, 1)
-        best, best_score = best[:, 0], best_score[:, 0]  # (B,)
+        log_probs, caches = _next_log_probs(model, tokens, step, (*state[:2], caches, state[3]))
+        log_probs = _restrict(log_probs, step, limits)
+        best = ops.cast(ops.argmax(log_probs, axis=-1), "int32")  # (B,)
+        best_score = ops.max(log_probs, axis=-1)
         token = ops.where(finished, PAD_ID, best)
         scores = scores + ops.where(finished, 0.0, best_score)
         tokens = write_positions(tokens, step + 1, token[:, None])
@@ -309,16 +287,17 @@ def beam_search(
         # gets the same result in any batch as alone.
         sentence_done = _sentences_done(alive_scores, done_scores)[:, None]  # (B, 1)
         old_tokens, old_scores = done_tokens, done_scores
-        logits, caches = _next_logits(model, alive, step, (encoded, source_mask, caches, cross))
-        # Each live hypothesis' 2K best tokens hold the sentence's 2K best continuations.
-        width = 2 * beams
-        log_probs, ids = _best_next(logits, step, beam_limits, width)  # (B*K, 2K)
-        candidates = alive_scores[:, :, None] + ops.reshape(log_probs, (batch, beams, width))
-        candidates = ops.reshape(candidates, (batch, beams * width))
-        scores, flat = ops.top_k(candidates, 2 * beams)  # (B, 2K)
-        flat = ops.cast(flat, "int32")
-        origin = flat // width  # (B, 2K): which live hypothesis
-        token = ops.take_along_axis(ops.reshape(ids, (batch, beams * width)), flat, axis=1)
+        log_probs, caches = _next_log_probs(
+            model, alive, step, (encoded, source_mask, caches, cross)
+        )
+        log_probs = _restrict(log_probs, step, beam_limits)
+        vocab = ops.shape(log_probs)[-1]
+        candidates = alive_scores[:, :, None] + ops.reshape(log_probs, (batch, beams, -1))
+        # The width spelt out: with `-1` a traced graph would not know it (the batch is not).
+        candidates = ops.reshape(candidates, (batch, beams * vocab))
+        scores, flat = wide_top_k(candidates, 2 * beams)  # (B, 2K)
+        origin = ops.cast(flat // vocab, "int32")  # (B, 2K): which live hypothesis
+        token = ops.cast(flat % vocab, "int32")
         grown = _gather_beams(alive, origin, batch, beams)  # (B*2K, L + 1)
         grown = write_positions(grown, step + 1, ops.reshape(token, (-1, 1)))
         ends = ops.logical_or(ops.equal(token, EOS_ID), scores <= _NEG_INF / 2)
