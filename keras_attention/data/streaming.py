@@ -164,13 +164,19 @@ def parallel_text(
         line that is not UTF-8.
 
     Raises:
-        ValueError, FileNotFoundError: see `check_shards`.
+        ValueError, FileNotFoundError: see `check_shards`; `ValueError` too if `file_shard`
+            leaves no shard.
     """
     sources, targets = check_shards(source_files, target_files)
-    shards = tf.data.Dataset.from_tensor_slices((sources, targets))
     if file_shard is not None:
-        shards = shards.shard(*file_shard)
-        sources = sources[file_shard[1] :: file_shard[0]]
+        workers, index = file_shard
+        count = len(sources)
+        sources, targets = sources[index::workers], targets[index::workers]
+        if not sources:
+            raise ValueError(
+                f"file_shard={file_shard} leaves worker {index} none of {count} shards"
+            )
+    shards = tf.data.Dataset.from_tensor_slices((sources, targets))
     if shuffle_files:
         shards = shards.shuffle(len(sources), seed=seed, reshuffle_each_iteration=True)
     # Batches of the shards' lines, interleaved: lines are checked a batch at a time.

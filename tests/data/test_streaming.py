@@ -160,3 +160,5 @@ def test_a_file_shard_reads_every_workers_shards_and_no_other(tmp_path: Path):
         assert Counter(got) == mine
         seen.update(got)
     assert seen == everything
+    with pytest.raises(ValueError, match=r"file_shard=\(8, 6\) leaves worker 6 none of 5 shards"):
+        parallel_text(*files, file_shard=(8, 6))
