@@ -85,6 +85,7 @@ class RunData:
         test_batches: the test batches.
         steps_per_batch: the training steps that each training batch makes: 1, or the
             number of workers when they read a streamed corpus by file (`stream_batches`).
+        batches_per_epoch: the training batches of an epoch (of a round, by steps).
     """
 
     corpus: dict
@@ -93,6 +94,7 @@ class RunData:
     val_batches: object
     test_batches: object
     steps_per_batch: int = 1
+    batches_per_epoch: int = 0
 
 
 def _file_sharding(config: "TrainConfig", num_shards: int, workers: int) -> int:
@@ -149,10 +151,10 @@ def _run_data(
             seed=seed,
         )
 
-    steps_per_batch = 1
+    by_file_workers = 1  # the workers reading their own shards; each batch makes this many steps
     if streamed:
         shards = train_shards(config.data_dir)
-        steps_per_batch = _file_sharding(config, len(shards[0]), worker[0])
+        by_file_workers = _file_sharding(config, len(shards[0]), worker[0])
 
         def epoch_batches(number: int):
             return stream_batches(
@@ -162,11 +164,11 @@ def _run_data(
                 max_length=config.max_length,
                 batch_multiple=replicas,
                 seed=_epoch_seed(config.seed, number),
-                workers=steps_per_batch,
-                worker=worker[1] if steps_per_batch > 1 else 0,
+                workers=by_file_workers,
+                worker=worker[1] if by_file_workers > 1 else 0,
             )
 
-        rounds = stream_rounds(epoch_batches, config.save_every_steps // steps_per_batch)
+        rounds = stream_rounds(epoch_batches, config.save_every_steps // by_file_workers)
     else:
 
         def epoch_batches(number: int):
@@ -183,7 +185,8 @@ def _run_data(
             epoch_data = token_weighted_updates(epoch_data, config.accumulate_steps)
         return epoch_data
 
-    if int(train_batches(0).cardinality()) == 0:  # before any file is written
+    batches_per_epoch = int(train_batches(0).cardinality())
+    if batches_per_epoch == 0:  # before any file is written
         raise ValueError(
             f"accumulate_steps={config.accumulate_steps} is more than the "
             f"{int(batches('train', False, 0).cardinality())} batches of an epoch"
@@ -194,7 +197,8 @@ def _run_data(
         train_batches,
         batches("val", False, config.seed),
         batches("test", False, config.seed),
-        steps_per_batch,
+        steps_per_batch=by_file_workers,
+        batches_per_epoch=batches_per_epoch,
     )
 
 

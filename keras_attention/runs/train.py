@@ -155,7 +155,7 @@ def _train(run: PreparedRun) -> TrainResult:
     previous_policy = keras.config.dtype_policy()
     if config.mixed_precision:
         keras.config.set_dtype_policy(config.mixed_precision)
-    steps_per_epoch = int(data.train_batches(0).cardinality()) * data.steps_per_batch
+    steps_per_epoch = data.batches_per_epoch * data.steps_per_batch
     updates_per_epoch = steps_per_epoch // config.accumulate_steps
     try:
         with strategy.scope():
