@@ -1,7 +1,11 @@
-"""`config_differences`: which settings of a new run differ from a run folder's `config.json`."""
+"""`config_differences`: which settings of a new run differ from a run folder's `config.json`;
+and a saved tokenizer that does not lowercase as the run does."""
 
 import dataclasses
 import json
+from pathlib import Path
+
+import pytest
 
 from keras_attention.runs.config import TrainConfig
 from keras_attention.runs.folder import config_differences
@@ -46,3 +50,20 @@ def test_a_setting_this_library_does_not_know_is_shown_absent():
         'dataset: "wmt99" -> "generated"',
         "epochs: (absent) -> 5",
     ]
+
+
+def test_a_tokenizer_that_does_not_match_the_run_lowercasing_is_named(tmp_path: Path):
+    from keras_attention.data.tokenizer import SubwordTokenizer
+    from keras_attention.runs.prepare import _load_tokenizer
+
+    german = ["Ein Mann sieht einen Hund.", "Zwei Hunde sehen einen Mann."] * 20
+    path = SubwordTokenizer.train(german, 20, recase_texts=german).save(
+        tmp_path / "tokenizer.model"
+    )
+    lowercased = TrainConfig(lowercase=True)
+    assert _load_tokenizer(lowercased, path).lowercase
+    with pytest.raises(ValueError, match="lowercases but the run has lowercase=False"):
+        _load_tokenizer(TrainConfig(), path)
+    (tmp_path / "tokenizer.recaser.tsv").unlink()  # lost: the run would train on cased text
+    with pytest.raises(ValueError, match=r"tokenizer.recaser.tsv, is missing"):
+        _load_tokenizer(lowercased, path)

@@ -5,14 +5,18 @@ import csv
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import keras
 import pytest
+import tensorflow as tf
 
 import keras_attention  # noqa: F401 (registers the classes that load_model reads)
+from keras_attention.data.tokenizer import SubwordTokenizer
+from keras_attention.export import load_exported
 from keras_attention.runs.config import TrainConfig
 from tests.run_helpers import (
     NATIVE_LOG_LINE,
@@ -314,9 +318,9 @@ def test_a_run_streams_shards_by_steps(tmp_path: Path):
     assert int(optimizer.iterations) == 6
 
 
-def test_a_mixed_precision_run_accumulates_gradients_over_batches(tmp_path: Path):
-    # Two features in one run, to spare a run: bfloat16 and accumulation of 2 batches.
-    options = ["--accumulate-steps", "2", "--mixed-precision", "mixed_bfloat16"]
+def test_a_lowercased_mixed_precision_run_accumulates_gradients_over_batches(tmp_path: Path):
+    # Three features in one run, to spare runs: lowercasing, bfloat16 and accumulation of 2.
+    options = ["--accumulate-steps", "2", "--mixed-precision", "mixed_bfloat16", "--lowercase"]
     done = subprocess.run(
         train_command(tmp_path, 1, *options),
         capture_output=True, text=True, timeout=600, check=False,
@@ -324,14 +328,28 @@ def test_a_mixed_precision_run_accumulates_gradients_over_batches(tmp_path: Path
     assert done.returncode == 0, done.stderr[-3000:]
     config = json.loads((tmp_path / "config.json").read_text())
     assert (config["accumulate_steps"], config["mixed_precision"]) == (2, "mixed_bfloat16")
-    # The 9 batches of the epoch make 4 updates of 2 (the odd one is left out).
-    assert "8/8" in done.stdout
+    # The epoch's batches make updates of 2 (an odd one is left out): its steps are even and
+    # twice the optimizer's updates.
+    steps = int(re.search(r"^(\d+)/\1 ", done.stdout, re.MULTILINE).group(1))
     model = keras.models.load_model(tmp_path / "model.keras")
     optimizer = model.optimizer
-    assert optimizer.gradient_accumulation_steps == 2 and int(optimizer.iterations) == 4
+    assert optimizer.gradient_accumulation_steps == 2 and steps % 2 == 0
+    assert int(optimizer.iterations) == steps // 2 >= 2
     assert model.dtype_policy.name == "mixed_bfloat16"
     assert json.loads((tmp_path / "test_metrics.json").read_text())["loss"] > 0
-    assert (tmp_path / "export" / "1" / "saved_model.pb").is_file()  # exported (in float32)
+    # Lowercased: the tokenizer lowercases, with the recaser learned from the targets beside
+    # it; the export (in float32) takes any case and gives the first word its capital.
+    assert config["lowercase"] is True
+    tokenizer = SubwordTokenizer.load(tmp_path / "tokenizer.model")
+    assert tokenizer.lowercase and (tmp_path / "tokenizer.recaser.tsv").is_file()
+    translate = load_exported(tmp_path / "export" / "1")
+    sentences = ["Every dog runs to the city.", "EVERY DOG RUNS TO THE CITY."]
+    first, second = (
+        t.decode() for t in translate(sentences=tf.constant(sentences))["translations"].numpy()
+    )
+    assert first == second  # lowercased in the graph
+    # Recased in the graph: the first word of the sentence has its capital.
+    assert not any(c.isalpha() for c in first) or first != first.lower(), first
 
 
 def test_validate_every_steps_counts_rounds(capsys):

@@ -162,6 +162,13 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         "--mixed-precision", choices=["mixed_float16", "mixed_bfloat16"], default=None
     )
     parser.add_argument(
+        "--lowercase",
+        action=argparse.BooleanOptionalAction,
+        default=DEFAULTS.lowercase,
+        help="train on lowercased text; a recaser learned from the training targets gives "
+        "the translations their capitals back",
+    )
+    parser.add_argument(
         "--override",
         action="append",
         default=[],
@@ -269,6 +276,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         devices=args.devices,
         jit_compile=args.jit,
         mixed_precision=args.mixed_precision,
+        lowercase=args.lowercase,
         seed=args.seed,
         connect_timeout=args.connect_timeout,
         validation_bleu_every=args.validation_bleu_every,

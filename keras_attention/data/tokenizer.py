@@ -1,4 +1,5 @@
-"""A joint SentencePiece subword model: learned with `sentencepiece`, run with tensorflow-text."""
+"""A joint SentencePiece subword model: learned with `sentencepiece`, run with tensorflow-text;
+optionally lowercasing its input and putting the capitals back into its output (`Recaser`)."""
 
 import hashlib
 import io
@@ -13,6 +14,7 @@ from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_senten
 
 from keras_attention.core.atomic_files import write_bytes_atomically
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from keras_attention.data.recaser import Recaser
 
 MODEL_TYPES = ("unigram", "bpe")
 
@@ -45,8 +47,13 @@ class SubwordTokenizer(tf.Module):
     `tokenize` and `detokenize` use `tensorflow_text.SentencepieceTokenizer`, so they work in
     `tf.data` pipelines and in exported SavedModels. Ids: 0 padding, 1 unknown, 2 BOS, 3 EOS.
 
+    With a `recaser`, the tokenizer is a lowercasing one: `tokenize` lowercases sentences
+    before splitting them, and `detokenize` gives its output capitals back with the recaser
+    (for a model trained on lowercased text: `train(..., recase_texts=targets)`).
+
     Args:
         model_proto: the serialized SentencePiece model (bytes).
+        recaser: a `Recaser`, for a lowercasing tokenizer; `None` keeps the case.
 
     Raises:
         ValueError: if `model_proto` is not a SentencePiece model, or uses other special ids.
@@ -58,7 +65,7 @@ class SubwordTokenizer(tf.Module):
     >>> tokenizer.detokenize(ids)  # [b"a man"]
     """
 
-    def __init__(self, model_proto: bytes):
+    def __init__(self, model_proto: bytes, recaser: Recaser | None = None):
         super().__init__(name="subword_tokenizer")
         if not isinstance(model_proto, bytes) or not model_proto:
             raise ValueError("model_proto must be the non-empty bytes of a SentencePiece model")
@@ -79,6 +86,12 @@ class SubwordTokenizer(tf.Module):
         )
         # Replaces tensorflow-text's kernel-owned resource (see `_SharedSentencepieceModel`).
         self._tokenizer._model_resource = _SharedSentencepieceModel(model_proto)
+        self.recaser = recaser
+
+    @property
+    def lowercase(self) -> bool:
+        """Whether `tokenize` lowercases (and `detokenize` recases): a recaser is set."""
+        return self.recaser is not None
 
     @classmethod
     def train(
@@ -88,6 +101,7 @@ class SubwordTokenizer(tf.Module):
         model_type: str = "unigram",
         character_coverage: float = 1.0,
         num_threads: int = 2,
+        recase_texts: Iterable[str] | None = None,
     ) -> "SubwordTokenizer":
         """Learns a SentencePiece model from `texts` (source and target sentences together).
 
@@ -97,6 +111,9 @@ class SubwordTokenizer(tf.Module):
             model_type: `"unigram"` or `"bpe"`.
             character_coverage: fraction of characters covered (1.0 keeps every character).
             num_threads: trainer threads.
+            recase_texts: cased sentences of the target language: the tokenizer then
+                lowercases, learning its subwords from lowercased `texts` and a `Recaser`
+                from these.
 
         Raises:
             ValueError: for an unknown model type, no text, or a vocabulary too large for
@@ -107,6 +124,10 @@ class SubwordTokenizer(tf.Module):
         texts = [text for text in texts if text.strip()]
         if not texts:
             raise ValueError("texts holds no non-empty sentence to learn a subword model from")
+        recaser = None
+        if recase_texts is not None:
+            recaser = Recaser.train(recase_texts)
+            texts = [line.decode("utf-8") for line in _lower(texts).numpy()]
         if vocabulary_size <= 4:
             raise ValueError(f"vocabulary_size must be > 4; got vocabulary_size={vocabulary_size}")
         model = io.BytesIO()
@@ -129,22 +150,34 @@ class SubwordTokenizer(tf.Module):
                 f"could not learn a SentencePiece model with vocabulary_size={vocabulary_size} "
                 f"and model_type={model_type!r} from {len(texts)} sentences: {error}"
             ) from error
-        return cls(model.getvalue())
+        return cls(model.getvalue(), recaser)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "SubwordTokenizer":
-        """Reads a tokenizer saved with `save` (a SentencePiece `.model` file)."""
+        """Reads a tokenizer saved with `save` (a SentencePiece `.model` file, and the
+        recaser file beside it, `recaser_path(path)`, if there is one)."""
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"no SentencePiece model file at {path}")
-        return cls(path.read_bytes())
+        recaser_file = recaser_path(path)
+        recaser = Recaser.load(recaser_file) if recaser_file.is_file() else None
+        return cls(path.read_bytes(), recaser)
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Writes the SentencePiece model to `path` atomically; returns the path."""
+        """Writes the SentencePiece model to `path` atomically, after the recaser beside it
+        (`recaser_path(path)`; a recaser file there is removed for a tokenizer without one);
+        returns the path."""
+        recaser_file = recaser_path(path)
+        if self.recaser is not None:
+            self.recaser.save(recaser_file)
+        else:
+            recaser_file.unlink(missing_ok=True)
         return write_bytes_atomically(path, self.model_proto)
 
     def tokenize(self, sentences):
         """`(batch,)` strings -> `tf.RaggedTensor` `(batch, None)` of int32 ids (no BOS/EOS)."""
+        if self.lowercase:
+            sentences = _lower(sentences)
         return self._tokenizer.tokenize(sentences)
 
     def detokenize(self, ids):
@@ -160,8 +193,20 @@ class SubwordTokenizer(tf.Module):
         # Keep the ids before the first EOS, then drop padding and BOS.
         before_eos = tf.equal(tf.math.cumsum(tf.cast(tf.equal(ids, EOS_ID), tf.int32), axis=1), 0)
         keep = tf.logical_and(before_eos, tf.logical_and(ids != PAD_ID, ids != BOS_ID))
-        return self._tokenizer.detokenize(tf.ragged.boolean_mask(ids, keep))
+        text = self._tokenizer.detokenize(tf.ragged.boolean_mask(ids, keep))
+        return text if self.recaser is None else self.recaser.recase(text)
 
     def id_to_piece(self, ids):
         """The subword strings of `ids` (for labelling plots)."""
         return self._tokenizer.id_to_string(ids)
+
+
+def recaser_path(path: str | os.PathLike) -> Path:
+    """Where a tokenizer saved at `path` keeps its recaser: `tokenizer.model` ->
+    `tokenizer.recaser.tsv`."""
+    return Path(path).with_suffix(".recaser.tsv")
+
+
+def _lower(sentences):
+    """Lowercased strings (Unicode: "Ä" -> "ä"; "ß" stays), as a `tf.string` tensor."""
+    return tf.strings.lower(tf.convert_to_tensor(sentences, tf.string), encoding="utf-8")

@@ -93,6 +93,9 @@ class TrainConfig:
             dominate and XLA measured no faster here, while it compiles each batch shape for
             15-30 s (see `tools/benchmark.py train`).
         mixed_precision: `None`, `"mixed_float16"` or `"mixed_bfloat16"`.
+        lowercase: train on lowercased sentences, with a recaser learned from the training
+            targets giving the translations their capitals back (`Recaser`; the tokenizer
+            lowercases, so the export takes and gives cased text as any other).
         seed: seed of the corpus, the shuffling and the initial weights.
         connect_timeout: seconds the workers of a multi-worker `TF_CONFIG` cluster wait for
             each other to join before failing.
@@ -139,6 +142,7 @@ class TrainConfig:
     devices: list[str] | None = None
     jit_compile: bool | None = None
     mixed_precision: str | None = None
+    lowercase: bool = False
     seed: int = 0
     connect_timeout: float = 300.0
     validation_bleu_every: int | None = None
@@ -206,6 +210,8 @@ class TrainConfig:
                 f"mixed_precision must be one of {MIXED_PRECISION_POLICIES}; "
                 f"got mixed_precision={self.mixed_precision!r}"
             )
+        if not isinstance(self.lowercase, bool):
+            raise ValueError(f"lowercase must be true or false; got lowercase={self.lowercase!r}")
         optional = ("train_pairs", "validation_bleu_sentences", "backup_every_steps")
         for name in ("epochs", "max_tokens", "max_length", "warmup_steps", "beam_size", *optional):
             check_positive_int(name, getattr(self, name), allow_none=name in optional)

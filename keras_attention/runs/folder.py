@@ -16,6 +16,7 @@ from keras_attention.runs.config import TrainConfig
 # The files and folders of a run (`inspect_run_folder`); `--overwrite` removes them.
 RUN_FILES = (
     "tokenizer.model",
+    "tokenizer.recaser.tsv",
     "backup",
     "checkpoints",
     "logs",
@@ -32,6 +33,7 @@ RUN_FILES = (
 ATOMIC_FILES = (
     "config.json",
     "tokenizer.model",
+    "tokenizer.recaser.tsv",
     "training_log.csv",
     "validation_bleu.json",
     "bleu.json",

@@ -23,7 +23,7 @@ from keras_attention.data.streaming import (
     stream_batches,
     train_shards,
 )
-from keras_attention.data.tokenizer import SubwordTokenizer
+from keras_attention.data.tokenizer import SubwordTokenizer, recaser_path
 from keras_attention.distribute import get_strategy
 from keras_attention.distribute.cluster import barrier, is_chief, read_tf_config
 from keras_attention.models import Transformer
@@ -55,15 +55,42 @@ def _check_model_overrides(config: "TrainConfig") -> None:
 TOKENIZER_SAMPLE = 100_000  # pairs of a streamed corpus that the tokenizer learns from
 
 
-def _tokenizer_texts(config: "TrainConfig", corpus: dict) -> list[str]:
-    """The texts the run's tokenizer learns from: the training split, or the first
-    `TOKENIZER_SAMPLE` pairs of a streamed corpus's shards (read interleaved: a sample of
-    several shards, in a time that does not grow with the corpus)."""
+def _tokenizer_texts(config: "TrainConfig", corpus: dict) -> tuple[list[str], list[str]]:
+    """The sources and targets the run's tokenizer learns from: the training split, or the
+    first `TOKENIZER_SAMPLE` pairs of a streamed corpus's shards (read interleaved: a sample
+    of several shards, in a time that does not grow with the corpus)."""
     if config.dataset != "shards":
-        sources, targets = corpus["train"]
-        return sources + targets
+        return corpus["train"]
     sample = parallel_text(*train_shards(config.data_dir)).take(TOKENIZER_SAMPLE)
-    return [text.decode("utf-8") for pair in sample.as_numpy_iterator() for text in pair]
+    pairs = [[text.decode("utf-8") for text in pair] for pair in sample.as_numpy_iterator()]
+    return [source for source, _ in pairs], [target for _, target in pairs]
+
+
+def _train_tokenizer(config: "TrainConfig", corpus: dict) -> SubwordTokenizer:
+    """The run's new tokenizer; a lowercasing one, with a recaser learned from the training
+    targets, if `config.lowercase`."""
+    sources, targets = _tokenizer_texts(config, corpus)
+    return SubwordTokenizer.train(
+        sources + targets,
+        config.vocabulary_size,
+        recase_texts=targets if config.lowercase else None,
+    )
+
+
+def _load_tokenizer(config: "TrainConfig", path: Path) -> SubwordTokenizer:
+    """The tokenizer a run saved; `ValueError` naming the file if it is corrupt, or if it
+    lowercases and the run does not (or the other way round: its recaser file is gone)."""
+    try:
+        tokenizer = SubwordTokenizer.load(path)
+    except ValueError as error:
+        raise ValueError(f"{path} is corrupt: {error}") from None
+    if tokenizer.lowercase != config.lowercase:
+        raise ValueError(
+            f"{path} {'lowercases' if tokenizer.lowercase else 'keeps the case'} but the run "
+            f"has lowercase={config.lowercase} (its recaser file, {recaser_path(path).name}, "
+            f"{'is there' if tokenizer.lowercase else 'is missing'})"
+        )
+    return tokenizer
 
 
 def _epoch_seed(seed: int, epoch: int) -> int:
@@ -261,14 +288,9 @@ def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
     data = None
     if chief:
         if resuming and tokenizer_path.is_file():
-            try:
-                tokenizer = SubwordTokenizer.load(tokenizer_path)
-            except ValueError as error:
-                raise ValueError(f"{tokenizer_path} is corrupt: {error}") from None
+            tokenizer = _load_tokenizer(config, tokenizer_path)
         else:
-            tokenizer = SubwordTokenizer.train(
-                _tokenizer_texts(config, corpus), config.vocabulary_size
-            )
+            tokenizer = _train_tokenizer(config, corpus)
         data = _run_data(config, corpus, tokenizer, replicas, worker)
         # Everything checked: the run's folder is written from here on.
         if overwrite and output_dir.is_dir():
@@ -281,7 +303,7 @@ def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
             tokenizer.save(tokenizer_path)
     barrier(strategy)  # the other workers read the chief's tokenizer
     if not chief:
-        data = _run_data(config, corpus, SubwordTokenizer.load(tokenizer_path), replicas, worker)
+        data = _run_data(config, corpus, _load_tokenizer(config, tokenizer_path), replicas, worker)
     write_dir = output_dir
     if not chief:
         write_dir = Path(tempfile.mkdtemp(prefix="keras-attention-worker-"))
