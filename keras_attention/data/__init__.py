@@ -13,6 +13,7 @@ from keras_attention.data.streaming import (
     stream_batches,
     tokenize_pairs,
 )
+from keras_attention.data.recaser import Recaser
 from keras_attention.data.tokenizer import SubwordTokenizer
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "PAD_ID",
     "UNK_ID",
     "EncodedPairs",
+    "Recaser",
     "SubwordTokenizer",
     "encode_pairs",
     "generate_pairs",
