@@ -7,13 +7,13 @@ from keras_attention.data.datasets import DATASETS, load_corpus
 from keras_attention.data.generated_corpus import generate_pairs, generated_splits, write_corpus
 from keras_attention.data.multi30k import load_multi30k
 from keras_attention.data.pipeline import EncodedPairs, encode_pairs, make_batches
+from keras_attention.data.recaser import Recaser
 from keras_attention.data.streaming import (
     parallel_text,
     read_parallel,
     stream_batches,
     tokenize_pairs,
 )
-from keras_attention.data.recaser import Recaser
 from keras_attention.data.tokenizer import SubwordTokenizer
 
 __all__ = [
