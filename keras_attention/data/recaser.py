@@ -37,8 +37,8 @@ _TRAIN_BATCH = 4096
 
 def _split(lines):
     """`(batch,)` lines -> whitespace-separated tokens `(batch, None)` and, flat: their
-    leading edge, core, trailing edge, lowercased core and the previous token's lowercased
-    core (`""` for a sentence's first)."""
+    leading edge, core, trailing edge, lowercased core, the previous token's lowercased core
+    (`""` for a sentence's first) and whether each is its sentence's first."""
     tokens = tf.strings.split(lines)
     flat = tokens.flat_values
     lead = tf.strings.regex_replace(flat, _PARTS, r"\1")
@@ -48,7 +48,7 @@ def _split(lines):
     shifted = tf.concat([tf.constant([""]), lower[:-1]], axis=0)
     first = _first_in_row(tokens)
     previous = tf.where(first, tf.constant(""), shifted)
-    return tokens, lead, core, trail, lower, previous
+    return tokens, lead, core, trail, lower, previous, first
 
 
 def _first_in_row(tokens):
@@ -126,10 +126,8 @@ class Recaser(tf.Module):
         pairs = collections.defaultdict(collections.Counter)
         for start in range(0, len(lines), _TRAIN_BATCH):
             batch = tf.constant(lines[start : start + _TRAIN_BATCH], tf.string)
-            tokens, _, core, _, lower, previous = _split(batch)
-            later = tf.logical_and(
-                tf.logical_not(_first_in_row(tokens)), tf.strings.length(core) > 0
-            )
+            _, _, core, _, lower, previous, first = _split(batch)
+            later = tf.logical_and(tf.logical_not(first), tf.strings.length(core) > 0)
             for form, key, before in zip(
                 tf.boolean_mask(core, later).numpy(),
                 tf.boolean_mask(lower, later).numpy(),
@@ -189,7 +187,7 @@ class Recaser(tf.Module):
         Whitespace between words becomes one space, and surrounding whitespace goes.
         """
         lines = tf.convert_to_tensor(lines, tf.string)
-        tokens, lead, core, trail, lower, previous = _split(lines)
+        tokens, lead, core, trail, lower, previous, first = _split(lines)
         after = self._pairs.lookup(previous + _PAIR_SEPARATOR + lower)
         alone = self._words.lookup(lower)
         form = tf.where(tf.strings.length(after) > 0, after, alone)
@@ -197,7 +195,7 @@ class Recaser(tf.Module):
         form = tf.where(unknown, core, form)
         capital = self._ending_capital(lower)
         form = tf.where(tf.logical_and(unknown, capital), _capitalize(form), form)
-        form = tf.where(_first_in_row(tokens), _capitalize(form), form)
+        form = tf.where(first, _capitalize(form), form)
         recased = tokens.with_flat_values(lead + form + trail)
         return tf.strings.reduce_join(recased, axis=1, separator=" ")
 
