@@ -41,6 +41,18 @@ def test_a_setting_newer_than_the_run_compares_as_its_dataset_default():
     assert config_differences(old_run, changed) == ["cooldown_epochs: 0 -> 2"]
 
 
+def test_lowercase_absent_from_an_older_run_means_cased_text():
+    # Multi30k runs lowercase by default now; a run saved before the setting existed did not.
+    config = TrainConfig(dataset="multi30k", epochs=7).resolved()
+    assert config.lowercase is True
+    old_run = saved_config(dataclasses.replace(config, lowercase=False), "lowercase")
+    assert config_differences(old_run, config) == ["lowercase: false -> true"]
+    assert config_differences(old_run, dataclasses.replace(config, lowercase=False)) == []
+    generated = TrainConfig(dataset="generated").resolved()
+    assert generated.lowercase is False
+    assert config_differences(saved_config(generated, "lowercase"), generated) == []
+
+
 def test_a_setting_this_library_does_not_know_is_shown_absent():
     config = TrainConfig(dataset="generated").resolved()
     saved = {**saved_config(config), "future_setting": 4}
@@ -63,7 +75,7 @@ def test_a_tokenizer_that_does_not_match_the_run_lowercasing_is_named(tmp_path: 
     lowercased = TrainConfig(lowercase=True)
     assert _load_tokenizer(lowercased, path).lowercase
     with pytest.raises(ValueError, match="lowercases but the run has lowercase=False"):
-        _load_tokenizer(TrainConfig(), path)
+        _load_tokenizer(TrainConfig(lowercase=False), path)
     (tmp_path / "tokenizer.recaser.tsv").unlink()  # lost: the run would train on cased text
     with pytest.raises(ValueError, match=r"tokenizer.recaser.tsv, is missing"):
         _load_tokenizer(lowercased, path)

@@ -24,6 +24,7 @@ DATASET_DEFAULTS = {
         warmup_steps=400,
         learning_rate_scale=1.0,
         cooldown_epochs=0,
+        lowercase=False,
         validation_bleu_every=1,
         validation_bleu_sentences=300,
         average=[3],
@@ -38,6 +39,8 @@ DATASET_DEFAULTS = {
         warmup_steps=2000,
         learning_rate_scale=2.5,
         cooldown_epochs=0,
+        # Lowercased training with a recaser: +1.2 validation BLEU (README, run L1).
+        lowercase=True,
         validation_bleu_every=2,
         validation_bleu_sentences=500,
         average=[10],
@@ -56,6 +59,7 @@ DATASET_DEFAULTS = {
         warmup_steps=4000,
         learning_rate_scale=1.0,
         cooldown_epochs=0,
+        lowercase=False,
         validation_bleu_every=1,
         validation_bleu_sentences=500,
         average=[5],
@@ -95,7 +99,8 @@ class TrainConfig:
         mixed_precision: `None`, `"mixed_float16"` or `"mixed_bfloat16"`.
         lowercase: train on lowercased sentences, with a recaser learned from the training
             targets giving the translations their capitals back (`Recaser`; the tokenizer
-            lowercases, so the export takes and gives cased text as any other).
+            lowercases, so the export takes and gives cased text as any other); `None`:
+            the dataset's default (on for Multi30k).
         seed: seed of the corpus, the shuffling and the initial weights.
         connect_timeout: seconds the workers of a multi-worker `TF_CONFIG` cluster wait for
             each other to join before failing.
@@ -142,7 +147,7 @@ class TrainConfig:
     devices: list[str] | None = None
     jit_compile: bool | None = None
     mixed_precision: str | None = None
-    lowercase: bool = False
+    lowercase: bool | None = None
     seed: int = 0
     connect_timeout: float = 300.0
     validation_bleu_every: int | None = None

@@ -43,6 +43,9 @@ ATOMIC_FILES = (
 )
 # Settings that may differ between the starts of one run: where it is.
 NOT_COMPARED = ("output_dir",)
+# Settings whose dataset default changed after they were added: a `config.json` written
+# before they existed means the library's behaviour of that time, not today's default.
+ABSENT_MEANS = {"lowercase": False}
 
 
 def config_differences(saved: dict, config: "TrainConfig") -> list[str]:
@@ -51,11 +54,12 @@ def config_differences(saved: dict, config: "TrainConfig") -> list[str]:
 
     A setting that a newer version of the library added is absent from the `config.json` of
     an older run; that run trained with the setting's default for its dataset, so the
-    default is what is compared (an older run resumes unless the new setting is changed).
+    default is what is compared (an older run resumes unless the new setting is changed),
+    or the value `ABSENT_MEANS` gives for a setting whose default has changed since.
     """
     current = json.loads(json.dumps(dataclasses.asdict(config)))
     missing = object()
-    defaults = _defaults_of(saved.get("dataset"))
+    defaults = {**_defaults_of(saved.get("dataset")), **ABSENT_MEANS}
     differences = []
     for name in sorted((set(saved) | set(current)) - set(NOT_COMPARED)):
         old, new = saved.get(name, defaults.get(name, missing)), current.get(name, missing)
