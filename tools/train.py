@@ -166,7 +166,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         action=argparse.BooleanOptionalAction,
         default=DEFAULTS.lowercase,
         help="train on lowercased text; a recaser learned from the training targets gives "
-        "the translations their capitals back",
+        "the translations their capitals back (default: the dataset's, on for multi30k)",
     )
     parser.add_argument(
         "--override",
