@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from keras_attention.runs.config import TrainConfig
-from keras_attention.runs.folder import config_differences
+from keras_attention.runs.folder import config_differences, inspect_run_folder
 
 
 def saved_config(config: TrainConfig, *without: str) -> dict:
@@ -51,6 +51,20 @@ def test_lowercase_absent_from_an_older_run_means_cased_text():
     generated = TrainConfig(dataset="generated").resolved()
     assert generated.lowercase is False
     assert config_differences(saved_config(generated, "lowercase"), generated) == []
+
+
+def test_the_search_may_change_until_the_run_has_chosen_its_weights(tmp_path: Path):
+    config = TrainConfig(dataset="multi30k", epochs=7, output_dir=str(tmp_path)).resolved()
+    (tmp_path / "config.json").write_text(json.dumps(saved_config(config)))
+    (tmp_path / "tokenizer.model").write_bytes(b"a tokenizer")
+    other_search = dataclasses.replace(config, beam_size=8, alpha=1.2)
+    assert inspect_run_folder(tmp_path, other_search, overwrite=False)  # resumes
+    with pytest.raises(ValueError, match="epochs: 7 -> 9"):  # training settings may not
+        inspect_run_folder(tmp_path, dataclasses.replace(other_search, epochs=9), False)
+    (tmp_path / "model.keras").write_bytes(b"the chosen weights")
+    with pytest.raises(ValueError, match=r"alpha: 1.0 -> 1.2; beam_size: 5 -> 8"):
+        inspect_run_folder(tmp_path, other_search, overwrite=False)
+    assert inspect_run_folder(tmp_path, config, overwrite=False)
 
 
 def test_a_setting_this_library_does_not_know_is_shown_absent():

@@ -250,12 +250,22 @@ def test_a_killed_run_resumes_from_its_last_backup(tmp_path: Path):
     assert done_before_kill, "no epoch finished before the deadline"
     assert len(done_before_kill) < epochs, "the run finished before it was killed"
 
-    second = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    # Resumed with another search (used only once training is over): it is taken.
+    search = ["--beam-size", "3", "--alpha", "0.8"]
+    second = subprocess.run(
+        [*command, *search], capture_output=True, text=True, timeout=600, check=False
+    )
     assert second.returncode == 0, second.stderr[-3000:]
     assert f"Epoch 1/{epochs}" not in second.stdout + second.stderr  # resumed, not restarted
     # One row per epoch: those logged before the kill, and the others once each.
     assert logged_epochs(tmp_path) == list(range(epochs))
     assert (tmp_path / "model.keras").exists()
+    for name in ("config.json", "bleu.json"):
+        saved = json.loads((tmp_path / name).read_text())
+        assert (saved["beam_size"], saved["alpha"]) == (3, 0.8), name
+    # Once the weights are chosen, another search would change nothing: refused.
+    error = user_error(*command[2:], "--beam-size", "2")
+    assert "holds a run with other settings" in error and "--beam-size: 3 -> 2" in error
 
 
 def backup_batch(output_dir: Path) -> int:

@@ -43,14 +43,20 @@ ATOMIC_FILES = (
 )
 # Settings that may differ between the starts of one run: where it is.
 NOT_COMPARED = ("output_dir",)
+# Settings used only once training is over (the search of the choice of weights, the test
+# scores and the export): they may change until the run has chosen its weights.
+SEARCH_SETTINGS = ("beam_size", "alpha")
 # Settings whose dataset default changed after they were added: a `config.json` written
 # before they existed means the library's behaviour of that time, not today's default.
 ABSENT_MEANS = {"lowercase": False}
 
 
-def config_differences(saved: dict, config: "TrainConfig") -> list[str]:
+def config_differences(
+    saved: dict, config: "TrainConfig", ignore: tuple[str, ...] = ()
+) -> list[str]:
     """The settings in which `config` differs from a run's saved `config.json`, one
-    `"name: saved -> new"` each (sorted; `output_dir` is not compared).
+    `"name: saved -> new"` each (sorted; `output_dir` and the settings in `ignore` are not
+    compared).
 
     A setting that a newer version of the library added is absent from the `config.json` of
     an older run; that run trained with the setting's default for its dataset, so the
@@ -61,7 +67,7 @@ def config_differences(saved: dict, config: "TrainConfig") -> list[str]:
     missing = object()
     defaults = {**_defaults_of(saved.get("dataset")), **ABSENT_MEANS}
     differences = []
-    for name in sorted((set(saved) | set(current)) - set(NOT_COMPARED)):
+    for name in sorted((set(saved) | set(current)) - {*NOT_COMPARED, *ignore}):
         old, new = saved.get(name, defaults.get(name, missing)), current.get(name, missing)
         if old != new:
             shown = ["(absent)" if v is missing else json.dumps(v) for v in (old, new)]
@@ -84,6 +90,9 @@ def inspect_run_folder(output_dir: Path, config: "TrainConfig", overwrite: bool)
 
     A run folder belongs to one configuration: the same one resumes there, another is
     refused unless `overwrite` (then the old run's files are removed, by `remove_run_files`).
+    Until the run has chosen its weights (`model.keras` is written last), its search
+    settings (`SEARCH_SETTINGS`: beam size and length penalty) may change: the resumed run
+    uses the new ones (`prepare_run` writes them to its `config.json`).
 
     Returns:
         Whether the folder holds this run already (its `config.json` is `config`'s).
@@ -116,7 +125,8 @@ def inspect_run_folder(output_dir: Path, config: "TrainConfig", overwrite: bool)
         raise ValueError(f"{saved_path} is corrupt: not valid JSON ({error}); {hint}") from None
     if not isinstance(saved, dict):
         raise ValueError(f"{saved_path} is corrupt: not a JSON object; {hint}")
-    differences = config_differences(saved, config)
+    finished = (output_dir / "model.keras").exists()
+    differences = config_differences(saved, config, () if finished else SEARCH_SETTINGS)
     if differences:
         raise ValueError(
             f"{output_dir} holds a run with other settings ({'; '.join(differences)}): the "

@@ -297,8 +297,9 @@ def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
             remove_run_files(output_dir)
         output_dir.mkdir(parents=True, exist_ok=True)
         remove_temporary_files(output_dir)
-        if not resuming:
-            write_json_atomically(output_dir / "config.json", dataclasses.asdict(config))
+        # A resumed run may have new search settings (`SEARCH_SETTINGS`), kept for the
+        # tools that read them (`run_beam_search`).
+        write_json_atomically(output_dir / "config.json", dataclasses.asdict(config))
         if not tokenizer_path.is_file():
             tokenizer.save(tokenizer_path)
     barrier(strategy)  # the other workers read the chief's tokenizer
