@@ -57,12 +57,13 @@ def test_the_search_may_change_until_the_run_has_chosen_its_weights(tmp_path: Pa
     config = TrainConfig(dataset="multi30k", epochs=7, output_dir=str(tmp_path)).resolved()
     (tmp_path / "config.json").write_text(json.dumps(saved_config(config)))
     (tmp_path / "tokenizer.model").write_bytes(b"a tokenizer")
-    other_search = dataclasses.replace(config, beam_size=8, alpha=1.2)
+    other_search = dataclasses.replace(config, beam_size=8, alpha=config.alpha + 0.5)
     assert inspect_run_folder(tmp_path, other_search, overwrite=False)  # resumes
     with pytest.raises(ValueError, match="epochs: 7 -> 9"):  # training settings may not
         inspect_run_folder(tmp_path, dataclasses.replace(other_search, epochs=9), False)
     (tmp_path / "model.keras").write_bytes(b"the chosen weights")
-    with pytest.raises(ValueError, match=r"alpha: 1.0 -> 1.2; beam_size: 5 -> 8"):
+    changed = f"alpha: {config.alpha} -> {config.alpha + 0.5}; beam_size: 5 -> 8"
+    with pytest.raises(ValueError, match=changed):
         inspect_run_folder(tmp_path, other_search, overwrite=False)
     assert inspect_run_folder(tmp_path, config, overwrite=False)
 
