@@ -32,13 +32,12 @@ def test_a_changed_setting_is_named_with_both_values():
 
 
 def test_a_setting_newer_than_the_run_compares_as_its_dataset_default():
-    # A run saved before `cooldown_epochs` existed trained without a cool-down (default 0).
+    # A run saved before `backup_every_steps` existed backed up at epoch ends only (`None`).
     config = TrainConfig(dataset="multi30k", epochs=7).resolved()
-    old_run = saved_config(config, "cooldown_epochs", "backup_every_steps")
-    assert config.cooldown_epochs == 0
+    old_run = saved_config(config, "backup_every_steps", "keep_checkpoints")
     assert config_differences(old_run, config) == []
-    changed = dataclasses.replace(config, cooldown_epochs=2)
-    assert config_differences(old_run, changed) == ["cooldown_epochs: 0 -> 2"]
+    changed = dataclasses.replace(config, backup_every_steps=50)
+    assert config_differences(old_run, changed) == ["backup_every_steps: null -> 50"]
 
 
 def test_lowercase_absent_from_an_older_run_means_cased_text():
@@ -51,6 +50,22 @@ def test_lowercase_absent_from_an_older_run_means_cased_text():
     generated = TrainConfig(dataset="generated").resolved()
     assert generated.lowercase is False
     assert config_differences(saved_config(generated, "lowercase"), generated) == []
+
+
+def test_an_older_multi30k_run_trained_in_float32_without_a_cool_down():
+    # Multi30k trains in bfloat16 with a cool-down now; runs saved before either setting
+    # existed, or with `null` mixed precision, trained in float32 at the full rate.
+    config = TrainConfig(dataset="multi30k").resolved()
+    assert (config.mixed_precision, config.cooldown_epochs) == ("mixed_bfloat16", 16)
+    as_then = dataclasses.replace(config, mixed_precision="float32", cooldown_epochs=0)
+    absent = saved_config(as_then, "mixed_precision", "cooldown_epochs")
+    null = {**saved_config(as_then), "mixed_precision": None}
+    for old_run in (absent, null):
+        assert config_differences(old_run, as_then) == []
+        assert config_differences(old_run, config) == [
+            "cooldown_epochs: 0 -> 16",
+            'mixed_precision: "float32" -> "mixed_bfloat16"',
+        ]
 
 
 def test_the_search_may_change_until_the_run_has_chosen_its_weights(tmp_path: Path):

@@ -159,7 +159,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         help="compile the train step with XLA (default: on with a GPU, off on CPU)",
     )
     parser.add_argument(
-        "--mixed-precision", choices=["mixed_float16", "mixed_bfloat16"], default=None
+        "--mixed-precision",
+        choices=["float32", "mixed_float16", "mixed_bfloat16"],
+        default=None,
+        help="dtype policy of training; the weights stay float32 (default: the dataset's, "
+        "mixed_bfloat16 for multi30k, float32 otherwise)",
     )
     parser.add_argument(
         "--lowercase",

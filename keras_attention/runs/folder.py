@@ -48,7 +48,10 @@ NOT_COMPARED = ("output_dir",)
 SEARCH_SETTINGS = ("beam_size", "alpha")
 # Settings whose dataset default changed after they were added: a `config.json` written
 # before they existed means the library's behaviour of that time, not today's default.
-ABSENT_MEANS = {"lowercase": False}
+ABSENT_MEANS = {"lowercase": False, "cooldown_epochs": 0, "mixed_precision": "float32"}
+# Values an older `config.json` holds for what today's library spells otherwise: `null`
+# mixed precision was float32 before float32 became a value of its own.
+LEGACY_VALUES = {"mixed_precision": {None: "float32"}}
 
 
 def config_differences(
@@ -61,7 +64,8 @@ def config_differences(
     A setting that a newer version of the library added is absent from the `config.json` of
     an older run; that run trained with the setting's default for its dataset, so the
     default is what is compared (an older run resumes unless the new setting is changed),
-    or the value `ABSENT_MEANS` gives for a setting whose default has changed since.
+    or the value `ABSENT_MEANS` gives for a setting whose default has changed since. A value
+    that the library now spells otherwise (`LEGACY_VALUES`) is compared as today's spelling.
     """
     current = json.loads(json.dumps(dataclasses.asdict(config)))
     missing = object()
@@ -69,6 +73,8 @@ def config_differences(
     differences = []
     for name in sorted((set(saved) | set(current)) - {*NOT_COMPARED, *ignore}):
         old, new = saved.get(name, defaults.get(name, missing)), current.get(name, missing)
+        if name in LEGACY_VALUES:
+            old = LEGACY_VALUES[name].get(old, old)
         if old != new:
             shown = ["(absent)" if v is missing else json.dumps(v) for v in (old, new)]
             differences.append(f"{name}: {shown[0]} -> {shown[1]}")

@@ -17,6 +17,7 @@ from keras_attention.core.atomic_files import (
     atomic_path,
     write_json_atomically,
 )
+from keras_attention.core.cpu_features import BFLOAT16_FLAGS, cpu_has_bfloat16
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.models import Transformer
 from keras_attention.runs.config import TrainConfig
@@ -148,13 +149,26 @@ def _finished(run: PreparedRun) -> TrainResult:
     )
 
 
+def _warn_of_slow_bfloat16(policy: str) -> None:
+    import tensorflow as tf
+
+    if "bfloat16" not in policy or tf.config.list_logical_devices("GPU"):
+        return
+    if cpu_has_bfloat16() is False:
+        logger.warning(
+            "this CPU has no bfloat16 instructions (%s): mixed_bfloat16 may train slower "
+            "than float32 here; --mixed-precision float32 turns it off",
+            ", ".join(BFLOAT16_FLAGS),
+        )
+
+
 def _train(run: PreparedRun) -> TrainResult:
     config, strategy, data = run.config, run.strategy, run.data
     output_dir, write_dir, chief = run.output_dir, run.write_dir, run.is_chief
     tokenizer = data.tokenizer
     previous_policy = keras.config.dtype_policy()
-    if config.mixed_precision:
-        keras.config.set_dtype_policy(config.mixed_precision)
+    _warn_of_slow_bfloat16(config.mixed_precision)
+    keras.config.set_dtype_policy(config.mixed_precision)
     steps_per_epoch = data.batches_per_epoch * data.steps_per_batch
     updates_per_epoch = steps_per_epoch // config.accumulate_steps
     try:
