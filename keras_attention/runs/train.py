@@ -72,12 +72,14 @@ class TrainResult:
             shutil.rmtree(self.output_dir, ignore_errors=True)
 
 
-def _resolve_jit(jit_compile: bool | None) -> bool:
-    if jit_compile is not None:
-        return jit_compile
+def _gpu_visible() -> bool:
     import tensorflow as tf
 
     return bool(tf.config.list_logical_devices("GPU"))
+
+
+def _resolve_jit(jit_compile: bool | None) -> bool:
+    return _gpu_visible() if jit_compile is None else jit_compile
 
 
 def train_translator(config: TrainConfig, overwrite: bool = False) -> TrainResult:
@@ -150,9 +152,7 @@ def _finished(run: PreparedRun) -> TrainResult:
 
 
 def _warn_of_slow_bfloat16(policy: str) -> None:
-    import tensorflow as tf
-
-    if "bfloat16" not in policy or tf.config.list_logical_devices("GPU"):
+    if "bfloat16" not in policy or _gpu_visible():
         return
     if cpu_has_bfloat16() is False:
         logger.warning(
