@@ -21,6 +21,7 @@ from keras import ops
 from keras_attention.core.checks import check_int_at_least, check_positive_int
 from keras_attention.core.sequence_buffer import write_positions
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID
+from keras_attention.core.staged_loop import DEFAULT_STAGES, staged_while_loop, take_sentences
 from keras_attention.core.wide_top_k import wide_top_k
 
 # The paper: maximum output length = input length + 50.
@@ -154,6 +155,7 @@ def greedy_search(
     max_length: int | None = None,
     extra_length: int = DEFAULT_EXTRA_LENGTH,
     use_cache: bool = True,
+    drop_finished: bool = True,
 ):
     """Greedy decoding: the most likely token at each step, with the caches.
 
@@ -164,6 +166,8 @@ def greedy_search(
         extra_length: a sentence may generate up to `source length + extra_length` tokens.
         use_cache: decode one token a step with key/value caches (`False` recomputes the
             whole prefix every step; same result, for comparison).
+        drop_finished: once half of the sentences still decoding have ended, go on with the
+            others only, in a smaller batch (`core.staged_loop`; same result; not under JAX).
 
     Returns:
         `(tokens, scores)`: int32 `(batch, L)` and the float32 sum of log-probabilities.
@@ -175,7 +179,7 @@ def greedy_search(
     _check_lengths(max_length, extra_length)
     source_ids = ops.convert_to_tensor(source_ids, "int32")
     limits, length = _output_limits(source_ids, extra_length, max_length)
-    state = _prepare(model, source_ids, 1, length, use_cache)
+    encoded, source_mask, caches, cross = _prepare(model, source_ids, 1, length, use_cache)
     batch = ops.shape(source_ids)[0]
     tokens = ops.concatenate(
         [ops.full((batch, 1), BOS_ID, "int32"), ops.zeros((batch, length), "int32")], axis=1
@@ -183,11 +187,14 @@ def greedy_search(
     scores = ops.zeros((batch,), "float32")
     finished = ops.zeros((batch,), "bool")
 
-    def cond(step, tokens, scores, finished, caches):
+    def cond(step, tokens, scores, finished, caches, context):
         return ops.logical_and(step < length, ops.logical_not(ops.all(finished)))
 
-    def body(step, tokens, scores, finished, caches):
-        log_probs, caches = _next_log_probs(model, tokens, step, (*state[:2], caches, state[3]))
+    def body(step, tokens, scores, finished, caches, context):
+        encoded, source_mask, cross, limits = context
+        log_probs, caches = _next_log_probs(
+            model, tokens, step, (encoded, source_mask, caches, cross)
+        )
         log_probs = _restrict(log_probs, step, limits)
         best = ops.cast(ops.argmax(log_probs, axis=-1), "int32")  # (B,)
         best_score = ops.max(log_probs, axis=-1)
@@ -195,10 +202,34 @@ def greedy_search(
         scores = scores + ops.where(finished, 0.0, best_score)
         tokens = write_positions(tokens, step + 1, token[:, None])
         finished = ops.logical_or(finished, ops.equal(token, EOS_ID))
-        return step + 1, tokens, scores, finished, caches
+        return step + 1, tokens, scores, finished, caches, context
 
-    _, tokens, scores, _, _ = ops.while_loop(
-        cond, body, (ops.convert_to_tensor(0, "int32"), tokens, scores, finished, state[2])
+    def take_rows(variables, rows):
+        step, tokens, scores, finished, caches, context = variables
+        (encoded, source_mask, cross, limits), take = context, take_sentences
+        return (
+            step,
+            take(tokens, rows),
+            take(scores, rows),
+            take(finished, rows),
+            [take(c, rows, axis=1) for c in caches],  # (2, B, ...)
+            (
+                take(encoded, rows),
+                take(source_mask, rows),
+                [take(c, rows, axis=1) for c in cross],
+                take(limits, rows),
+            ),
+        )
+
+    zero = ops.convert_to_tensor(0, "int32")
+    tokens, scores = staged_while_loop(
+        cond,
+        body,
+        (zero, tokens, scores, finished, caches, (encoded, source_mask, cross, limits)),
+        rows_done=lambda variables: variables[3],
+        take_rows=take_rows,
+        finish=lambda variables: (variables[1], variables[2]),
+        stages=DEFAULT_STAGES if drop_finished else 1,
     )
     return tokens[:, 1:], scores
 
@@ -226,6 +257,7 @@ def beam_search(
     max_length: int | None = None,
     extra_length: int = DEFAULT_EXTRA_LENGTH,
     use_cache: bool = True,
+    drop_finished: bool = True,
 ):
     """Beam search with length penalty, Section 6.1 (beam 4, alpha 0.6), batched, with caches.
 
@@ -247,6 +279,8 @@ def beam_search(
         extra_length: a sentence may generate up to `source length + extra_length` tokens.
         use_cache: decode one token a step with key/value caches (`False` recomputes the
             whole prefix every step; same result, for comparison).
+        drop_finished: once half of the sentences still decoding are done, go on with the
+            others only, in a smaller batch (`core.staged_loop`; same result; not under JAX).
 
     Returns:
         `(tokens, scores)`: the best hypothesis per sentence, int32 `(batch, L)`, and its
@@ -277,12 +311,15 @@ def beam_search(
     done_tokens = ops.zeros((batch, beams, length + 1), "int32")
     done_scores = ops.full((batch, beams), _NEG_INF, "float32")  # normalised
     best_penalty = length_penalty(limits, alpha)  # (B,): a live hypothesis' final penalty
+    context = (encoded, source_mask, cross, beam_limits, best_penalty)
 
-    def cond(step, alive, alive_scores, done_tokens, done_scores, caches):
+    def cond(step, alive, alive_scores, done_tokens, done_scores, caches, context):
         sentence_done = _sentences_done(alive_scores, done_scores)
         return ops.logical_and(step < length, ops.logical_not(ops.all(sentence_done)))
 
-    def body(step, alive, alive_scores, done_tokens, done_scores, caches):
+    def body(step, alive, alive_scores, done_tokens, done_scores, caches, context):
+        encoded, source_mask, cross, beam_limits, _ = context
+        batch = ops.shape(alive_scores)[0]
         # A done sentence keeps its finished hypotheses while the others go on, so that it
         # gets the same result in any batch as alone.
         sentence_done = _sentences_done(alive_scores, done_scores)[:, None]  # (B, 1)
@@ -330,17 +367,46 @@ def beam_search(
         )  # (B, K, L + 1)
         done_scores = ops.where(sentence_done, old_scores, done_scores)
         done_tokens = ops.where(sentence_done[:, :, None], old_tokens, done_tokens)
-        return step + 1, alive, live_scores, done_tokens, done_scores, caches
+        return step + 1, alive, live_scores, done_tokens, done_scores, caches, context
 
-    _, alive, alive_scores, done_tokens, done_scores, _ = ops.while_loop(
+    def take_rows(variables, rows):
+        step, alive, alive_scores, done_tokens, done_scores, caches, context = variables
+        (encoded, source_mask, cross, beam_limits, best_penalty), take = context, take_sentences
+        return (
+            step,
+            take(alive, rows, beams),
+            take(alive_scores, rows),
+            take(done_tokens, rows),
+            take(done_scores, rows),
+            [take(c, rows, beams, axis=1) for c in caches],  # (2, B*K, ...)
+            (
+                take(encoded, rows, beams),
+                take(source_mask, rows, beams),
+                [take(c, rows, beams, axis=1) for c in cross],
+                take(beam_limits, rows, beams),
+                take(best_penalty, rows),
+            ),
+        )
+
+    def finish(variables):
+        """Each sentence's best finished hypothesis, or its best live one if none finished."""
+        _, alive, alive_scores, done_tokens, done_scores, _, context = variables
+        batch = ops.shape(alive_scores)[0]
+        has_done = done_scores[:, 0] > _NEG_INF / 2
+        # The width spelt out: `-1` is ambiguous when no sentence is left (batch 0).
+        live_best = ops.reshape(alive, (batch, beams, ops.shape(alive)[-1]))[:, 0]
+        live_score = alive_scores[:, 0] / context[-1]
+        tokens = ops.where(has_done[:, None], done_tokens[:, 0], live_best)
+        return tokens, ops.where(has_done, done_scores[:, 0], live_score)
+
+    zero = ops.convert_to_tensor(0, "int32")
+    tokens, scores = staged_while_loop(
         cond,
         body,
-        (ops.convert_to_tensor(0, "int32"), alive, alive_scores, done_tokens, done_scores, caches),
+        (zero, alive, alive_scores, done_tokens, done_scores, caches, context),
+        rows_done=lambda variables: _sentences_done(variables[2], variables[4]),
+        take_rows=take_rows,
+        finish=finish,
+        stages=DEFAULT_STAGES if drop_finished else 1,
     )
-    # A sentence with no finished hypothesis (none reached EOS) falls back to its best live one.
-    has_done = done_scores[:, 0] > _NEG_INF / 2
-    live_best = ops.reshape(alive, (batch, beams, -1))[:, 0]
-    live_score = alive_scores[:, 0] / best_penalty
-    tokens = ops.where(has_done[:, None], done_tokens[:, 0], live_best)
-    scores = ops.where(has_done, done_scores[:, 0], live_score)
     return tokens[:, 1:], scores

@@ -62,11 +62,12 @@ SEARCHES = ("greedy", "beam")
 class ControlledTransformer(Transformer):
     """A `Transformer` whose `decode` (same signature, caches passed on) returns logits changed
     by `change_logits`; `calls` records, for every call, the number of target positions and
-    whether a self-attention cache was given."""
+    whether a self-attention cache was given; `rows`, the number of rows (hypotheses)."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.calls = []
+        self.rows = []
 
     def decode(
         self,
@@ -80,6 +81,7 @@ class ControlledTransformer(Transformer):
         training=None,
     ):
         self.calls.append((target_ids.shape[1], self_attention_cache is not None))
+        self.rows.append(target_ids.shape[0])
         result = super().decode(
             target_ids,
             encoder_outputs,
@@ -452,6 +454,36 @@ def test_a_finished_sentence_is_not_changed_by_the_longer_ones():
     tokens, scores = search("beam", model, sources, **options)
     width = alone[0].shape[1]
     assert_same_result((tokens[:1, :width], scores[:1]), alone)
+
+
+# Eight sentences of 2 to 9 tokens (EOS included), whose limits (length + 4) end them at
+# different steps.
+MANY_SOURCES = np.array(
+    [[*np.random.default_rng(n).integers(4, VOCABULARY_SIZE, n - 1), EOS_ID, *[0] * (9 - n)]
+     for n in (5, 2, 9, 3, 7, 4, 8, 6)],
+    dtype="int32",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+@pytest.mark.parametrize("kind", SEARCHES)
+def test_dropping_finished_sentences_changes_no_result(kind: str, use_cache: bool):
+    model = eos_model(0, eos_slope=0.3)
+    options = dict(extra_length=EXTRA_LENGTH, use_cache=use_cache)
+    model.rows.clear()
+    whole = search(kind, model, MANY_SOURCES, drop_finished=False, **options)
+    whole_rows = list(model.rows)
+    model.rows.clear()
+    dropped = search(kind, model, MANY_SOURCES, **options)
+    dropped_rows = list(model.rows)
+    assert_same_result(dropped, whole)
+    hypotheses = len(MANY_SOURCES) * (1 if kind == "greedy" else 3)
+    if keras.backend.backend() != "jax":  # JAX traces the body once, and never drops rows
+        assert set(whole_rows) == {hypotheses}
+        # Steps after the first sentences are done decode fewer rows, and fewer in all.
+        assert dropped_rows[0] == hypotheses
+        assert min(dropped_rows) < hypotheses
+        assert sum(dropped_rows) < sum(whole_rows)
 
 
 # ---------------------------------------------------------------------------------------------
