@@ -106,6 +106,7 @@ def test_decode_benchmark_smoke(tmp_path):
     for timing in result["sentences_per_second"].values():
         assert timing["cached"] > 0 and timing["recomputed"] > 0
         assert timing["speedup"] == pytest.approx(timing["cached"] / timing["recomputed"])
+        assert timing["drop_speedup"] == pytest.approx(timing["cached"] / timing["cached_all_rows"])
     assert set(result["sentences_per_second"]) == {"greedy", "beam4"}
     assert "engines" not in result and result["model"] == "random weights"
     assert [row["step"] for row in result["step_times"]] == [2, 4]
@@ -120,7 +121,12 @@ def test_decode_benchmark_smoke(tmp_path):
         assert int8[name]["speedup"] == pytest.approx(int8[name]["int8"] / int8[name]["float32"])
         assert 0.0 <= int8[name]["same_output"] <= 1.0
     table = decode_throughput.format_decode_table(result)
-    assert "cache speed-up" in table and "exported SavedModel" in table and "int8" in table
+    assert (
+        "cache speed-up" in table
+        and "dropping speed-up" in table
+        and "exported SavedModel" in table
+        and "int8" in table
+    )
 
 
 @needs_multi30k
