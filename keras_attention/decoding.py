@@ -108,19 +108,20 @@ def _grow_caches() -> bool:
 
 
 def _prepare(model, source_ids, copies: int, length, use_cache: bool):
-    """Encodes once, repeats for `copies` hypotheses per sentence, makes empty caches."""
+    """Encodes once and makes empty caches for `copies` hypotheses per sentence.
+
+    With caches, the `copies` hypotheses of a sentence share its encoder output and its
+    cross-attention keys and values (one row per sentence: the decoder blocks attend with a
+    sentence's hypotheses as one row of queries); without, they are repeated per hypothesis.
+    """
     encoded, source_mask = model.encode(source_ids)  # (B, S, D), (B, S)
     if not use_cache:
         if copies > 1:
             encoded = ops.repeat(encoded, copies, axis=0)  # (B*K, S, D)
             source_mask = ops.repeat(source_mask, copies, axis=0)
         return encoded, source_mask, [], []
-    cross = model.decoder.compute_cross_attention_cache(encoded)
-    if copies > 1:
-        encoded = ops.repeat(encoded, copies, axis=0)  # (B*K, S, D)
-        source_mask = ops.repeat(source_mask, copies, axis=0)
-        cross = [ops.repeat(c, copies, axis=1) for c in cross]  # (2, B*K, N, S, H)
-    batch = ops.shape(encoded)[0]
+    cross = model.decoder.compute_cross_attention_cache(encoded)  # (2, B, N, S, H) each
+    batch = ops.shape(encoded)[0] * copies
     # Growing caches start empty; `length * 0`, not 0, so that the loop sees a length that
     # is not known when tracing (a `tf.while_loop` refuses a variable whose static shape
     # changes between iterations).
@@ -312,6 +313,7 @@ def beam_search(
     done_scores = ops.full((batch, beams), _NEG_INF, "float32")  # normalised
     best_penalty = length_penalty(limits, alpha)  # (B,): a live hypothesis' final penalty
     context = (encoded, source_mask, cross, beam_limits, best_penalty)
+    source_copies = 1 if use_cache else beams  # rows of the encoder output per sentence
 
     def cond(step, alive, alive_scores, done_tokens, done_scores, caches, context):
         sentence_done = _sentences_done(alive_scores, done_scores)
@@ -380,9 +382,9 @@ def beam_search(
             take(done_scores, rows),
             [take(c, rows, beams, axis=1) for c in caches],  # (2, B*K, ...)
             (
-                take(encoded, rows, beams),
-                take(source_mask, rows, beams),
-                [take(c, rows, beams, axis=1) for c in cross],
+                take(encoded, rows, source_copies),
+                take(source_mask, rows, source_copies),
+                [take(c, rows, axis=1) for c in cross],  # (2, B, ...): with caches only
                 take(beam_limits, rows, beams),
                 take(best_penalty, rows),
             ),

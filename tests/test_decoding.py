@@ -128,7 +128,10 @@ class TableTransformer(ControlledTransformer):
         self.num_tables = tables.shape[0]
 
     def change_logits(self, logits, target_ids, source_padding_mask, start_index):
-        lengths = ops.sum(ops.cast(source_padding_mask, "int32"), axis=1)  # (N,)
+        lengths = ops.sum(ops.cast(source_padding_mask, "int32"), axis=1)  # (B,)
+        # A beam's hypotheses share their sentence's mask: B rows for N = B * K.
+        rows = ops.shape(target_ids)[0]
+        lengths = ops.repeat(lengths, rows // max(ops.shape(lengths)[0], 1), axis=0)  # (N,)
         table = (lengths % self.num_tables)[:, None] * self.vocabulary_size  # (N, 1)
         rows = table + ops.cast(target_ids, "int32")  # (N, T)
         return ops.take(ops.convert_to_tensor(self.log_table), rows, axis=0)  # (N, T, V)

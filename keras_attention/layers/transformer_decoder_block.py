@@ -1,6 +1,7 @@
 """One decoder layer of the Transformer (Section 3.1), with key/value caches."""
 
 import keras
+from keras import ops
 
 from keras_attention import masks
 from keras_attention.layers.output_spec import output_spec
@@ -50,7 +51,11 @@ class TransformerDecoderBlock(TransformerBlockBase):
             holds exactly the positions before them, instead of writing them into a
             fixed-size one (see `MultiHeadAttention`).
         cross_attention_cache: optional `(2, batch, heads, source_len, head_dim)` projected
-            encoder keys/values from `compute_cross_attention_cache`, computed once.
+            encoder keys/values from `compute_cross_attention_cache`, computed once. With it,
+            `encoder_sequence`, its masks and the cache may hold one row per group of
+            consecutive decoder rows (`batch` a multiple of theirs): the hypotheses of a beam
+            search then share their sentence's keys and values, attended as one sentence's
+            queries, instead of a copy per hypothesis.
         use_causal_mask: mask future positions (default `True`).
         training: whether dropout is active.
         return_attention_scores: also return `{"self_attention": (batch, heads, T, T),
@@ -166,26 +171,40 @@ class TransformerDecoderBlock(TransformerBlockBase):
         if self.has_cross_attention:
             if encoder_padding_mask is None:
                 encoder_padding_mask = masks.keras_mask(encoder_sequence)
-            source_len = encoder_sequence.shape[1]
+            source_batch, source_len = tuple(encoder_sequence.shape[:2])
+            grouped = cross_attention_cache is not None  # rows may share a sentence's cache
             masks.check_mask_shape(
-                "encoder_padding_mask", encoder_padding_mask, (batch, source_len)
+                "encoder_padding_mask",
+                encoder_padding_mask,
+                (source_batch if grouped else batch, source_len),
             )
             masks.check_mask_shape(
                 "encoder_attention_mask", encoder_attention_mask, (batch, target_len, source_len)
             )
 
             def cross_attention(normed):
+                query, query_mask, attention_mask = normed, decoder_padding_mask, None
+                if grouped:  # (N, T, ...) -> (B, N / B * T, ...): a sentence's rows together
+                    sentences = ops.shape(encoder_sequence)[0]
+                    query, query_mask, attention_mask = (
+                        None if t is None else _group_rows(t, sentences)
+                        for t in (normed, decoder_padding_mask, encoder_attention_mask)
+                    )
                 result = self.cross_attention(
-                    query=normed,
+                    query=query,
                     value=encoder_sequence,
-                    query_mask=decoder_padding_mask,
+                    query_mask=query_mask,
                     value_mask=encoder_padding_mask,
-                    attention_mask=encoder_attention_mask,
+                    attention_mask=attention_mask if grouped else encoder_attention_mask,
                     cache=cross_attention_cache,
                     return_attention_scores=return_attention_scores,
                     training=training,
                 )
-                return _output_cache_scores(result, False, return_attention_scores)
+                output, _, scores = _output_cache_scores(result, False, return_attention_scores)
+                if grouped:
+                    output = ops.reshape(output, ops.shape(normed))  # (N, T, D)
+                    scores = None if scores is None else _ungroup_scores(scores, normed)
+                return output, None, scores
 
             x, _, scores["cross_attention"] = self.cross_attention_connection(
                 x, cross_attention, training
@@ -204,6 +223,31 @@ class TransformerDecoderBlock(TransformerBlockBase):
 
     def compute_output_spec(self, decoder_sequence, *args, **kwargs):
         return output_spec(self, tuple(decoder_sequence.shape), (decoder_sequence, *args), kwargs)
+
+
+def _group_rows(x, sentences):
+    """`(N, T, ...)` -> `(sentences, N / sentences * T, ...)`: consecutive rows of a sentence as
+    one row of queries (the sizes spelt out: `-1` is ambiguous with no rows)."""
+    shape = ops.shape(x)
+    group = _rows_per_sentence(shape[0], sentences)
+    return ops.reshape(x, (sentences, group * shape[1], *shape[2:]))
+
+
+def _rows_per_sentence(rows, sentences):
+    """`rows // sentences`, 0 with no sentence; Python ints stay ints (JAX's static shapes)."""
+    if isinstance(rows, int) and isinstance(sentences, int):
+        return rows // max(sentences, 1)
+    return rows // ops.maximum(sentences, 1)
+
+
+def _ungroup_scores(scores, rows):
+    """Scores `(B, heads, G * T, S)` of grouped queries as `(N, heads, T, S)`, `N = B * G` the
+    rows of `rows` `(N, T, D)`."""
+    batch, heads, _, source = ops.shape(scores)
+    rows, target = ops.shape(rows)[:2]
+    group = _rows_per_sentence(rows, batch)
+    scores = ops.reshape(scores, (batch, heads, group, target, source))
+    return ops.reshape(ops.transpose(scores, (0, 2, 1, 3, 4)), (rows, heads, target, source))
 
 
 def _output_cache_scores(result, with_cache: bool, with_scores: bool) -> tuple:

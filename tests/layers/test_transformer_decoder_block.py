@@ -236,3 +236,34 @@ def test_self_attention_cache_needs_update_index():
     cache = block.initial_cache(ref.BATCH, T)
     with pytest.raises(ValueError, match="self_attention_cache_update_index=None"):
         block(target[:, :1], source, self_attention_cache=cache)
+
+
+@NORM_FIRST
+def test_hypotheses_share_their_sentence_cross_attention_cache(norm_first: bool):
+    """Three hypotheses per sentence (rows 3b..3b+2 of the decoder's batch) attend over their
+    sentence's one cache row: the float64 reference with the source repeated per hypothesis."""
+    block = make_block(norm_first=norm_first)
+    copies, rows = 3, 3 * ref.BATCH
+    target = np.random.default_rng(4).normal(size=(rows, T, ref.D_MODEL)).astype("float32")
+    source = ref.random_sequence(S, seed=2)
+    explicit = np.random.default_rng(5).random((rows, T, S)) < 0.7
+    output, _, scores = block(
+        target,
+        source,
+        encoder_padding_mask=ref.SOURCE_PADDING,
+        encoder_attention_mask=explicit,
+        self_attention_cache=block.initial_cache(rows, 0),
+        self_attention_cache_update_index=0,
+        append_to_cache=True,
+        cross_attention_cache=block.compute_cross_attention_cache(source),
+        return_attention_scores=True,
+    )
+    source_padding = np.repeat(ref.SOURCE_PADDING, copies, axis=0)
+    self_mask = ref.attention_mask(rows, T, T, causal=True)
+    cross_mask = ref.attention_mask(rows, T, S, key_padding=source_padding, explicit=explicit)
+    repeated = ref.to_float64(np.repeat(source, copies, axis=0))
+    expected, expected_scores = ref.decoder_block(
+        ref.to_float64(target), block, self_mask, repeated, cross_mask
+    )
+    ref.assert_close(output, expected)
+    ref.assert_close(scores["cross_attention"], expected_scores["cross_attention"])
