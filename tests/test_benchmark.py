@@ -107,6 +107,9 @@ def test_decode_benchmark_smoke(tmp_path):
         assert timing["cached"] > 0 and timing["recomputed"] > 0
         assert timing["speedup"] == pytest.approx(timing["cached"] / timing["recomputed"])
         assert timing["drop_speedup"] == pytest.approx(timing["cached"] / timing["cached_all_rows"])
+        assert timing["speedup_over_tutorial"] == pytest.approx(
+            timing["cached"] / timing["recomputed_all_rows"]
+        )
     assert set(result["sentences_per_second"]) == {"greedy", "beam4"}
     assert "engines" not in result and result["model"] == "random weights"
     assert [row["step"] for row in result["step_times"]] == [2, 4]
