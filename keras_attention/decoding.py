@@ -129,6 +129,21 @@ def _prepare(model, source_ids, copies: int, length, use_cache: bool):
     return encoded, source_mask, caches, cross
 
 
+def _take_decoder_state(
+    rows, caches, encoded, source_mask, cross, copies: int, source_copies: int
+) -> tuple:
+    """The decoder state of the sentences `rows` only (`core.staged_loop`): the
+    self-attention caches (`copies` hypotheses a sentence), the encoder output and its mask
+    (`source_copies` rows a sentence) and the cross-attention caches (one row a sentence)."""
+    take = take_sentences
+    return (
+        [take(c, rows, copies, axis=1) for c in caches],  # (2, B*K, ...)
+        take(encoded, rows, source_copies),
+        take(source_mask, rows, source_copies),
+        [take(c, rows, axis=1) for c in cross],  # (2, B, ...)
+    )
+
+
 def _restrict(log_probs, step, limits):
     """PAD and BOS are never generated; at a sentence's last allowed step only EOS may follow.
 
@@ -206,20 +221,18 @@ def greedy_search(
         return step + 1, tokens, scores, finished, caches, context
 
     def take_rows(variables, rows):
-        step, tokens, scores, finished, caches, context = variables
-        (encoded, source_mask, cross, limits), take = context, take_sentences
+        step, tokens, scores, finished, caches, (encoded, source_mask, cross, limits) = variables
+        caches, encoded, source_mask, cross = _take_decoder_state(
+            rows, caches, encoded, source_mask, cross, 1, 1
+        )
+        take = take_sentences
         return (
             step,
             take(tokens, rows),
             take(scores, rows),
             take(finished, rows),
-            [take(c, rows, axis=1) for c in caches],  # (2, B, ...)
-            (
-                take(encoded, rows),
-                take(source_mask, rows),
-                [take(c, rows, axis=1) for c in cross],
-                take(limits, rows),
-            ),
+            caches,
+            (encoded, source_mask, cross, take(limits, rows)),
         )
 
     zero = ops.convert_to_tensor(0, "int32")
@@ -373,18 +386,22 @@ def beam_search(
 
     def take_rows(variables, rows):
         step, alive, alive_scores, done_tokens, done_scores, caches, context = variables
-        (encoded, source_mask, cross, beam_limits, best_penalty), take = context, take_sentences
+        encoded, source_mask, cross, beam_limits, best_penalty = context
+        caches, encoded, source_mask, cross = _take_decoder_state(
+            rows, caches, encoded, source_mask, cross, beams, source_copies
+        )
+        take = take_sentences
         return (
             step,
             take(alive, rows, beams),
             take(alive_scores, rows),
             take(done_tokens, rows),
             take(done_scores, rows),
-            [take(c, rows, beams, axis=1) for c in caches],  # (2, B*K, ...)
+            caches,
             (
-                take(encoded, rows, source_copies),
-                take(source_mask, rows, source_copies),
-                [take(c, rows, axis=1) for c in cross],  # (2, B, ...): with caches only
+                encoded,
+                source_mask,
+                cross,
                 take(beam_limits, rows, beams),
                 take(best_penalty, rows),
             ),
