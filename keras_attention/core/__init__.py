@@ -5,7 +5,8 @@
 - `sequence_buffer`: writing positions into fixed-size buffers (caches, token buffers);
 - `wide_top_k`: the exact top-k of wide rows by block maxima (beam search's candidates);
 - `atomic_files`: writing files so that a kill never leaves a partial one;
-- `quiet_import`: importing Keras without TensorFlow's start-up lines (for the tools).
+- `quiet_import`: importing Keras without TensorFlow's start-up lines (for the tools);
+- `deferred_collection`: one garbage collection instead of one per deleted variable.
 
 These modules import only the standard library, numpy and keras, and this `__init__` imports
 none of them, so that `quiet_import` runs before Keras is loaded.
