@@ -34,9 +34,8 @@ def test_no_collection_at_the_end_when_none_was_asked(collections: list):
 
 def test_an_exception_restores_gc_collect_and_still_collects(collections: list):
     real = gc.collect
-    with pytest.raises(RuntimeError, match="inside"):
-        with deferred_garbage_collection():
-            gc.collect()
-            raise RuntimeError("inside")
+    with pytest.raises(RuntimeError, match="inside"), deferred_garbage_collection():
+        gc.collect()
+        raise RuntimeError("inside")
     assert gc.collect is real
     assert len(collections) == 1
