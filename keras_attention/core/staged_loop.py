@@ -2,11 +2,11 @@
 
 A batch of sentences decodes until its slowest sentence is done; without care, every step
 still computes the sentences that finished long before. `staged_while_loop` runs the loop in
-stages: once a given share of the rows still in the loop is done, it leaves the loop, keeps
-the results of every row, drops the done rows from every loop variable and goes on with the
-others in a smaller batch (CTranslate2 drops finished sentences the same way). Each stage is
-one `keras.ops.while_loop`, so the whole search still traces into one graph, with only ops
-that TF Serving runs.
+stages: once a given share of the rows still in the loop is done, it keeps the results of
+every row, drops the done rows from every loop variable and goes on with the others in a
+smaller batch (CTranslate2 drops finished sentences the same way). It is one
+`while_loop` whose body is traced once (under TensorFlow, told which shapes may change), so
+the whole search still traces into one graph, with only ops that TF Serving runs.
 
 The loop's variables change their batch size between stages, which needs a backend with
 dynamic shapes (TensorFlow, PyTorch): under JAX, whose loops need static shapes, the loop
@@ -18,9 +18,9 @@ from collections.abc import Callable
 import keras
 from keras import ops
 
-# Leave the loop once half of the rows still in it are done...
+# Drop the done rows once half of the rows still in the loop are done...
 DEFAULT_COMPACT_AT = 0.5
-# ...at most this many times (the last stage runs to the end).
+# ...in at most this many stages (3 compactions; the last stage runs to the end).
 DEFAULT_STAGES = 4
 
 
@@ -41,6 +41,11 @@ def staged_while_loop(
 ) -> tuple:
     """`while cond(*v): v = body(*v)`, leaving out the rows that are done, in stages.
 
+    One loop, whose body is traced once: before a step, once at least `compact_at` of the
+    rows still in the loop are done (and fewer than `stages - 1` compactions were made), their
+    results are stored and the others go on alone. (Unrolling one loop per stage traced the
+    body, a whole decoder step, `stages` times: 3-4x the graph and its tracing time.)
+
     Args:
         cond: as in `keras.ops.while_loop`, over the tuple `loop_vars`.
         body: as in `keras.ops.while_loop`; returns a tuple like `loop_vars`.
@@ -50,42 +55,71 @@ def staged_while_loop(
             (int, `(kept,)`) only.
         finish: `loop_vars -> tuple` of `(rows, ...)` tensors, each row's result (final for
             the rows that are done).
-        stages: the most while loops; `1` is a plain `while_loop`, and so is any backend
-            without `stages_supported()`.
-        compact_at: a stage ends once at least this share of its rows is done.
+        stages: at most `stages - 1` compactions; `1` is a plain `while_loop`, and so is any
+            backend without `stages_supported()`.
+        compact_at: the rows still in the loop leave it once at least this share is done.
 
     Returns:
-        The tuple `finish` returns, for every row of the first stage, in their order.
+        The tuple `finish` returns, for every row of `loop_vars`, in their order.
     """
-    if not stages_supported():
-        stages = 1
-    outputs, index = None, None
-    for stage in range(stages):
-        last = stage == stages - 1
+    loop_vars = tuple(loop_vars)
+    if stages <= 1 or not stages_supported():
+        return tuple(finish(tuple(ops.while_loop(cond, body, loop_vars))))
+    outputs = tuple(finish(loop_vars))
+    index = ops.arange(ops.shape(outputs[0])[0], dtype="int32")
 
-        def stage_cond(*variables, last=last):
-            going = cond(*variables)
-            if last:
-                return going
-            # The mean of no rows is NaN, which is not below `compact_at`: an empty stage stops.
-            share_done = ops.mean(ops.cast(rows_done(variables), "float32"))
-            return ops.logical_and(going, share_done < compact_at)
+    def store(outputs, variables, index):
+        return tuple(
+            ops.scatter_update(output, index[:, None], ops.cast(result, output.dtype))
+            for output, result in zip(outputs, finish(variables), strict=True)
+        )
 
-        loop_vars = tuple(ops.while_loop(stage_cond, body, loop_vars))
-        results = tuple(finish(loop_vars))
-        if outputs is None:
-            outputs = results
-        else:
-            outputs = tuple(
-                ops.scatter_update(output, index[:, None], ops.cast(result, output.dtype))
-                for output, result in zip(outputs, results, strict=True)
-            )
-        if last:
-            break
-        keep = ops.cast(ops.nonzero(ops.logical_not(rows_done(loop_vars)))[0], "int32")
-        loop_vars = tuple(take_rows(loop_vars, keep))
-        index = keep if index is None else ops.take(index, keep)
-    return outputs
+    def compact(variables, outputs, index, compactions, keep):
+        return (
+            tuple(take_rows(variables, keep)),
+            store(outputs, variables, index),
+            ops.take(index, keep),
+            compactions + 1,
+        )
+
+    def staged_cond(variables, outputs, index, compactions):
+        return cond(*variables)
+
+    def staged_body(variables, outputs, index, compactions):
+        done = rows_done(variables)
+        share_done = ops.mean(ops.cast(done, "float32"))
+        state = (variables, outputs, index, compactions)
+        state = ops.cond(
+            ops.logical_and(compactions < stages - 1, share_done >= compact_at),
+            lambda: compact(*state, _rows_not_done(done)),
+            lambda: state,
+        )
+        variables, outputs, index, compactions = state
+        return tuple(body(*variables)), outputs, index, compactions
+
+    state = (loop_vars, outputs, index, ops.convert_to_tensor(0, "int32"))
+    # The shapes once some rows have left: what a TensorFlow loop must be told may change.
+    fewer = compact(*state, ops.zeros((0,), "int32"))
+    variables, outputs, index, _ = _while_loop_changing_rows(staged_cond, staged_body, state, fewer)
+    return store(outputs, variables, index)
+
+
+def _rows_not_done(done):
+    return ops.cast(ops.nonzero(ops.logical_not(done))[0], "int32")
+
+
+def _while_loop_changing_rows(cond: Callable, body: Callable, state: tuple, fewer: tuple) -> tuple:
+    """`keras.ops.while_loop(cond, body, state)`, where the loop variables may take the
+    shapes of `fewer` (fewer rows): TensorFlow's loop is told so (`shape_invariants`); the
+    other backends with `stages_supported()` run their loops eagerly."""
+    if keras.backend.backend() != "tensorflow":
+        return ops.while_loop(cond, body, state)
+    import tensorflow as tf
+
+    invariants = tf.nest.map_structure(
+        lambda a, b: a.shape.most_specific_compatible_shape(b.shape), state, fewer
+    )
+    return tf.while_loop(cond, body, state, shape_invariants=invariants)
 
 
 def take_sentences(tensor, sentences, copies: int = 1, axis: int = 0):

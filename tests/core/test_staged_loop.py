@@ -1,6 +1,7 @@
 """`staged_while_loop`: a loop that leaves out its done rows, in stages, with the results of a
 plain `while_loop` in the rows' order."""
 
+import keras
 import numpy as np
 import pytest
 from keras import ops
@@ -83,3 +84,37 @@ def test_take_sentences_takes_every_copy_of_a_sentence():
     tensor = np.arange(12).reshape(2, 6)  # 3 sentences, 2 copies each, along axis 1
     taken = to_numpy(take_sentences(ops.array(tensor), ops.array([2, 0], "int32"), 2, axis=1))
     np.testing.assert_array_equal(taken, tensor[:, [4, 5, 0, 1]])
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.function tracing")
+def test_a_traced_loop_traces_its_body_once():
+    """One loop for every stage: the body (in a search, a whole decoder step) is traced once,
+    not once per stage, and the traced loop still drops its done rows."""
+    import tensorflow as tf
+
+    traced = []
+    row_steps = tf.Variable(0)  # rows computed, summed over the steps
+
+    def cond(step, counts, targets):
+        return ops.logical_not(ops.all(counts >= targets))
+
+    def body(step, counts, targets):
+        traced.append(1)
+        row_steps.assign_add(tf.shape(counts)[0])
+        return step + 1, counts + ops.cast(counts < targets, "int32"), targets
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.int32)])
+    def count(targets):
+        return staged_while_loop(
+            cond,
+            body,
+            (ops.convert_to_tensor(0), ops.zeros_like(targets), targets),
+            rows_done=lambda variables: variables[1] >= variables[2],
+            take_rows=lambda v, keep: (v[0], ops.take(v[1], keep), ops.take(v[2], keep)),
+            finish=lambda variables: (variables[1],),
+            stages=4,
+        )[0]
+
+    np.testing.assert_array_equal(count(TARGETS).numpy(), TARGETS)
+    assert len(traced) == 1
+    assert int(row_steps.numpy()) == 8 + 8 + 8 + 8 + 4 + 4 + 2 + 1  # as eagerly, above
