@@ -98,9 +98,9 @@ def staged_while_loop(
         return tuple(body(*variables)), outputs, index, compactions
 
     state = (loop_vars, outputs, index, ops.convert_to_tensor(0, "int32"))
-    # The shapes once some rows have left: what a TensorFlow loop must be told may change.
-    fewer = compact(*state, ops.zeros((0,), "int32"))
-    variables, outputs, index, _ = _while_loop_changing_rows(staged_cond, staged_body, state, fewer)
+    variables, outputs, index, _ = _while_loop_changing_rows(
+        staged_cond, staged_body, state, lambda: compact(*state, ops.zeros((0,), "int32"))
+    )
     return store(outputs, variables, index)
 
 
@@ -108,16 +108,19 @@ def _rows_not_done(done):
     return ops.cast(ops.nonzero(ops.logical_not(done))[0], "int32")
 
 
-def _while_loop_changing_rows(cond: Callable, body: Callable, state: tuple, fewer: tuple) -> tuple:
+def _while_loop_changing_rows(
+    cond: Callable, body: Callable, state: tuple, fewer: Callable
+) -> tuple:
     """`keras.ops.while_loop(cond, body, state)`, where the loop variables may take the
-    shapes of `fewer` (fewer rows): TensorFlow's loop is told so (`shape_invariants`); the
-    other backends with `stages_supported()` run their loops eagerly."""
+    shapes of `fewer()` (the state with fewer rows): TensorFlow's loop is told so
+    (`shape_invariants`, from the shapes of both); the other backends with
+    `stages_supported()` run their loops eagerly, and `fewer` is not called."""
     if keras.backend.backend() != "tensorflow":
         return ops.while_loop(cond, body, state)
     import tensorflow as tf
 
     invariants = tf.nest.map_structure(
-        lambda a, b: a.shape.most_specific_compatible_shape(b.shape), state, fewer
+        lambda a, b: a.shape.most_specific_compatible_shape(b.shape), state, fewer()
     )
     return tf.while_loop(cond, body, state, shape_invariants=invariants)
 
