@@ -19,6 +19,7 @@ import keras
 from keras import ops
 
 from keras_attention.core.checks import check_int_at_least, check_positive_int
+from keras_attention.core.grouped_take import take_along_rows, take_in_groups
 from keras_attention.core.sequence_buffer import write_positions
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from keras_attention.core.staged_loop import DEFAULT_STAGES, staged_while_loop, take_sentences
@@ -255,14 +256,6 @@ def _sentences_done(alive_scores, done_scores):
     return ops.logical_or(full, no_live)
 
 
-def _gather_beams(tensor, indices, batch, beams, axis: int = 0):
-    """Reorders the hypotheses of `tensor` `(B*K, ...)` by `indices` `(B, M)` -> `(B*M, ...)`
-    (hypotheses along `axis`: 1 for the caches `(2, B*K, ...)`)."""
-    offsets = ops.arange(batch, dtype="int32")[:, None] * beams  # (B, 1)
-    flat = ops.reshape(indices + offsets, (-1,))
-    return ops.take(tensor, flat, axis=axis)
-
-
 def beam_search(
     model,
     source_ids,
@@ -350,16 +343,16 @@ def beam_search(
         scores, flat = wide_top_k(candidates, 2 * beams)  # (B, 2K)
         origin = ops.cast(flat // vocab, "int32")  # (B, 2K): which live hypothesis
         token = ops.cast(flat % vocab, "int32")
-        grown = _gather_beams(alive, origin, batch, beams)  # (B*2K, L + 1)
+        grown = take_in_groups(alive, origin, beams)  # (B*2K, L + 1)
         grown = write_positions(grown, step + 1, ops.reshape(token, (-1, 1)))
         ends = ops.logical_or(ops.equal(token, EOS_ID), scores <= _NEG_INF / 2)
 
         # Live: the best K candidates that did not end.
         live_scores, keep = ops.top_k(ops.where(ends, _NEG_INF, scores), beams)  # (B, K)
         keep = ops.cast(keep, "int32")
-        alive = _gather_beams(grown, keep, batch, 2 * beams)
-        parents = ops.take_along_axis(origin, keep, axis=1)  # (B, K)
-        caches = [_gather_beams(c, parents, batch, beams, axis=1) for c in caches]
+        alive = take_in_groups(grown, keep, 2 * beams)
+        parents = ops.reshape(take_along_rows(origin[:, :, None], keep), (batch, beams))
+        caches = [take_in_groups(c, parents, beams, axis=1) for c in caches]
 
         # Finished: merge those that ended now (length-penalised) with the earlier ones.
         # As in fairseq, only an EOS among the K best candidates finishes a hypothesis (so
@@ -377,9 +370,7 @@ def beam_search(
             [done_tokens, ops.reshape(grown, (batch, 2 * beams, -1))], axis=1
         )  # (B, 3K, L + 1)
         done_scores, best = ops.top_k(pool_scores, beams)
-        done_tokens = ops.take_along_axis(
-            pool_tokens, ops.cast(best, "int32")[:, :, None], axis=1
-        )  # (B, K, L + 1)
+        done_tokens = take_along_rows(pool_tokens, best)  # (B, K, L + 1)
         done_scores = ops.where(sentence_done, old_scores, done_scores)
         done_tokens = ops.where(sentence_done[:, :, None], old_tokens, done_tokens)
         return step + 1, alive, live_scores, done_tokens, done_scores, caches, context

@@ -4,6 +4,8 @@
 - `checks`: argument checks whose errors name the argument and its value;
 - `sequence_buffer`: writing positions into fixed-size buffers (caches, token buffers);
 - `wide_top_k`: the exact top-k of wide rows by block maxima (beam search's candidates);
+- `grouped_take`: rows taken within groups of rows (a beam's hypotheses) by flat index;
+- `staged_loop`: a search loop that drops its finished rows in stages;
 - `atomic_files`: writing files so that a kill never leaves a partial one;
 - `quiet_import`: importing Keras without TensorFlow's start-up lines (for the tools);
 - `deferred_collection`: one garbage collection instead of one per deleted variable.

@@ -13,6 +13,8 @@ them; PyTorch's orders ties arbitrarily, and so then does this).
 
 from keras import ops
 
+from keras_attention.core.grouped_take import take_along_rows
+
 # Entries per block: about the square root of a beam's candidates (4 x 4,000 to 4 x 32,000),
 # so that neither the block maxima nor the kept blocks are many.
 DEFAULT_BLOCK = 128
@@ -40,8 +42,8 @@ def wide_top_k(x, k: int, block: int = DEFAULT_BLOCK):
     grid = ops.reshape(padded, (rows, blocks, block))
     _, kept = ops.top_k(ops.max(grid, axis=-1), k)  # (rows, k) blocks
     kept = ops.sort(ops.cast(kept, "int32"), axis=-1)  # in the row's order, for ties
-    candidates = ops.take_along_axis(grid, kept[:, :, None], axis=1)  # (rows, k, block)
+    candidates = take_along_rows(grid, kept)  # (rows, k, block), no transpose of `grid`
     values, where = ops.top_k(ops.reshape(candidates, (rows, k * block)), k)
     where = ops.cast(where, "int32")
-    chosen_block = ops.take_along_axis(kept, where // block, axis=1)
+    chosen_block = ops.reshape(take_along_rows(kept[:, :, None], where // block), (rows, k))
     return values, chosen_block * block + where % block
