@@ -351,7 +351,7 @@ def beam_search(
         live_scores, keep = ops.top_k(ops.where(ends, _NEG_INF, scores), beams)  # (B, K)
         keep = ops.cast(keep, "int32")
         alive = take_in_groups(grown, keep, 2 * beams)
-        parents = ops.reshape(take_along_rows(origin[:, :, None], keep), (batch, beams))
+        parents = take_along_rows(origin, keep)  # (B, K)
         caches = [take_in_groups(c, parents, beams, axis=1) for c in caches]
 
         # Finished: merge those that ended now (length-penalised) with the earlier ones.

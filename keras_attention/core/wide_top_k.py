@@ -45,5 +45,5 @@ def wide_top_k(x, k: int, block: int = DEFAULT_BLOCK):
     candidates = take_along_rows(grid, kept)  # (rows, k, block), no transpose of `grid`
     values, where = ops.top_k(ops.reshape(candidates, (rows, k * block)), k)
     where = ops.cast(where, "int32")
-    chosen_block = ops.reshape(take_along_rows(kept[:, :, None], where // block), (rows, k))
+    chosen_block = take_along_rows(kept, where // block)
     return values, chosen_block * block + where % block
