@@ -141,20 +141,24 @@ def test_serve_benchmark_smoke(tmp_path):
     rows = result["rows"]
     assert [(r["variant"], r["batch_size"], r["callers"]) for r in rows] == [
         ("export", 1, 1), ("export", 4, 1), ("export", 4, 2), ("export", 40, 1),
-        ("export unchunked", 4, 1), ("export unchunked", 40, 1), ("greedy", 4, 1),
-        ("library", 4, 1),
+        ("export 1 thread", 4, 2), ("export unchunked", 4, 1), ("export unchunked", 40, 1),
+        ("greedy", 4, 1), ("library", 4, 1),
     ]  # fmt: skip
     for row in rows:
         assert row["sentences_per_s"] > 0 and row["p99_ms"] >= row["p50_ms"] > 0
         assert row["loaded_mb"] > 100 and row["peak_above_start_mb"] >= 0
         assert row["requests"] == -(-row["sentences"] // row["batch_size"])
     assert [row["sentences"] for row in rows[:4]] == [3, 12, 24, 40]
+    assert [row["intra_op_threads"] for row in rows] == [0, 0, 0, 0, 1, 0, 0, 0, 0]
     ratios = result["ratios"]
     assert ratios["chunked / unchunked speed at 40"] == pytest.approx(
-        rows[3]["sentences_per_s"] / rows[5]["sentences_per_s"]
+        rows[3]["sentences_per_s"] / rows[6]["sentences_per_s"]
     )
     assert ratios["export / library speed at 4"] == pytest.approx(
-        rows[1]["sentences_per_s"] / rows[7]["sentences_per_s"]
+        rows[1]["sentences_per_s"] / rows[8]["sentences_per_s"]
+    )
+    assert ratios["2 callers: 1 intra-op thread / default speed"] == pytest.approx(
+        rows[4]["sentences_per_s"] / rows[2]["sentences_per_s"]
     )
     table = serve_throughput.format_serve_table(result)
     assert table.count("sentences/s") == len(rows) and "export / library" in table

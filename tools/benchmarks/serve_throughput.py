@@ -79,6 +79,11 @@ class ServeBenchmarkConfig:
     timeout: float = 1800
 
 
+# The export served with one intra-op thread, so that concurrent requests run side by side
+# (each op of a small decoding step gains little from a second thread).
+ONE_THREAD = "export 1 thread"
+
+
 def quick_config(**changes) -> ServeBenchmarkConfig:
     """A smoke-test configuration: a tiny random model, short outputs, few sentences."""
     settings = dict(
@@ -147,7 +152,12 @@ def _measure(spec: dict, work: Path, timeout: float) -> list[dict]:
         raise RuntimeError(f"serve measurement failed: {done.stderr[-3000:]}")
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     return [
-        {"variant": spec["variant"], "loaded_mb": figures["loaded_mb"], **run}
+        {
+            "variant": spec["variant"],
+            "loaded_mb": figures["loaded_mb"],
+            "intra_op_threads": figures["intra_op_threads"],
+            **run,
+        }
         for run in figures["runs"]
     ]
 
@@ -161,6 +171,7 @@ def _plan(config: ServeBenchmarkConfig) -> dict[str, list[tuple[int, int]]]:
     )
     return {
         "export": export,
+        ONE_THREAD: [(config.caller_batch_size, config.callers)],
         "export unchunked": [(sizes[-2], 1), (sizes[-1], 1)],
         "greedy": [(sizes[-2], 1)],
         "library": [(sizes[-2], 1)],
@@ -193,6 +204,9 @@ def run_serve_benchmark(config: ServeBenchmarkConfig) -> dict:
                 "alpha": model["alpha"],
                 "extra_length": config.extra_length,
                 "chunk_size": config.chunk_size,
+                # TF Serving's --tensorflow_intra_op_parallelism=1 (None: TensorFlow's default,
+                # one thread a core); inter-op threads stay one a core.
+                "intra_op_threads": 1 if variant == ONE_THREAD else None,
             }
             for row in _measure(spec, work, config.timeout):
                 rows.append(row)
@@ -205,6 +219,13 @@ def serve_ratios(rows: list[dict], config: ServeBenchmarkConfig) -> dict:
 
     def row(variant: str, batch_size: int) -> dict:
         return next(r for r in rows if r["variant"] == variant and r["batch_size"] == batch_size)
+
+    def concurrent(variant: str) -> float:
+        return next(
+            r["sentences_per_s"]
+            for r in rows
+            if r["variant"] == variant and r["callers"] == config.callers
+        )
 
     largest, middle = max(config.batch_sizes), sorted(config.batch_sizes)[-2]
     chunked, unchunked = row("export", largest), row("export unchunked", largest)
@@ -219,6 +240,8 @@ def serve_ratios(rows: list[dict], config: ServeBenchmarkConfig) -> dict:
         / row("library", middle)["sentences_per_s"],
         f"greedy / beam speed at {middle}": row("greedy", middle)["sentences_per_s"]
         / row("export", middle)["sentences_per_s"],
+        f"{config.callers} callers: 1 intra-op thread / default speed": concurrent(ONE_THREAD)
+        / concurrent("export"),
     }
 
 

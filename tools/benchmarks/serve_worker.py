@@ -3,7 +3,8 @@
     python serve_worker.py SPEC_FILE
 
 SPEC_FILE: a JSON file, `{"kind": "export" | "library", "path": ..., "signature": ...,
-"sentences": [...], "runs": [[batch_size, callers, count], ...], ...}`. `export` loads
+"sentences": [...], "runs": [[batch_size, callers, count], ...], "intra_op_threads": None or
+N, ...}`. `export` loads
 a SavedModel as TF Serving does (TensorFlow and tensorflow-text only, no Keras, no
 keras_attention); `library` loads a folder's `model.keras` and `tokenizer.model` into the
 library's `Translator` (beam width, length penalty and chunk size from the spec). After one
@@ -60,6 +61,8 @@ def load_translate(spec: dict):
     """The function that translates a list of sentences, per the spec's kind."""
     import tensorflow as tf
 
+    if spec.get("intra_op_threads"):  # before TensorFlow starts its thread pools
+        tf.config.threading.set_intra_op_parallelism_threads(spec["intra_op_threads"])
     if spec["kind"] == "export":
         import tensorflow_text  # noqa: F401 (registers the SentencePiece ops, as TF Serving links them)
 
@@ -131,7 +134,11 @@ def measure(spec: dict) -> dict:
         measure_run(translate, sentences[:count], batch_size, callers)
         for batch_size, callers, count in spec["runs"]
     ]
-    return {"loaded_mb": loaded, "runs": runs}
+    import tensorflow as tf
+
+    # 0: TensorFlow's default (one thread a core)
+    threads = tf.config.threading.get_intra_op_parallelism_threads()
+    return {"loaded_mb": loaded, "intra_op_threads": threads, "runs": runs}
 
 
 if __name__ == "__main__":
