@@ -8,8 +8,9 @@ latency, resident memory once loaded, and each run's peak above its start.
 
 Side by side, on the same model and sentences: the export decoding in chunks (the default,
 `Translator.chunk_size`) and unchunked (the whole request as one batch), at 64 and 2,000
-sentences a request; the `greedy` signature; and the in-library `Translator`, which the
-exported signature should match or beat.
+sentences a request; the `greedy` signature; the in-library `Translator`, which the
+exported signature should match or beat; and the concurrent callers again with the export
+served on one intra-op thread (TF Serving's `--tensorflow_intra_op_parallelism=1`).
 
 The model is a finished run folder's (`--run-dir`: `model.keras`, `tokenizer.model`, its beam
 width and length penalty), or a preset with random weights and a tokenizer learned on

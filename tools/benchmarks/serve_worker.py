@@ -3,15 +3,15 @@
     python serve_worker.py SPEC_FILE
 
 SPEC_FILE: a JSON file, `{"kind": "export" | "library", "path": ..., "signature": ...,
-"sentences": [...], "runs": [[batch_size, callers, count], ...], "intra_op_threads": None or
-N, ...}`. `export` loads
-a SavedModel as TF Serving does (TensorFlow and tensorflow-text only, no Keras, no
-keras_attention); `library` loads a folder's `model.keras` and `tokenizer.model` into the
-library's `Translator` (beam width, length penalty and chunk size from the spec). After one
-warm-up request of 8 sentences, each run sends the first `count` sentences in requests of
-`batch_size`, by `callers` threads at once; runs go in the order given (smallest first, so
-that what a run leaves allocated is small beside the next one's peak). Prints one JSON line:
-the resident memory once loaded and warmed up, and per run sentences/s, per-request latency
+"sentences": [...], "runs": [[batch_size, callers, count], ...], "intra_op_threads": None
+or N, ...}`. `export` loads a SavedModel as TF Serving does (TensorFlow and tensorflow-text
+only, no Keras, no keras_attention); `library` loads a folder's `model.keras` and
+`tokenizer.model` into the library's `Translator` (beam width, length penalty and chunk
+size from the spec). After one warm-up request of 8 sentences, each run sends the first
+`count` sentences in requests of `batch_size`, by `callers` threads at once; runs go in the
+order given (smallest first, so that what a run leaves allocated is small beside the next
+one's peak). Prints one JSON line: the resident memory once loaded and warmed up, the
+intra-op threads (0: TensorFlow's default), and per run sentences/s, per-request latency
 p50/p99 and the highest resident memory above the run's start (sampled every 5 ms).
 """
 
