@@ -38,8 +38,11 @@ DATASET_DEFAULTS = {
         # bfloat16 with 48 epochs, the last 16 a linear cool-down: ahead of float32 with 41
         # epochs on validation, in about the same time (README, runs L1, LD0 and LB1).
         epochs=48,
-        max_tokens=4096,
-        warmup_steps=2000,
+        # Half the batch, twice the updates (the paper's schedule then peaks 1/sqrt(2) lower):
+        # +0.94 Moses-tokenized validation BLEU over 4,096 tokens and 2,000 warm-up steps
+        # (README, run B1 against LB0).
+        max_tokens=2048,
+        warmup_steps=4000,
         learning_rate_scale=2.5,
         cooldown_epochs=16,
         mixed_precision="mixed_bfloat16",
