@@ -218,15 +218,15 @@ def run_serve_benchmark(config: ServeBenchmarkConfig) -> dict:
 def serve_ratios(rows: list[dict], config: ServeBenchmarkConfig) -> dict:
     """Chunked against unchunked at the largest request, the export against the library."""
 
-    def row(variant: str, batch_size: int) -> dict:
-        return next(r for r in rows if r["variant"] == variant and r["batch_size"] == batch_size)
+    def row(variant: str, batch_size: int, callers: int = 1) -> dict:
+        return next(
+            r
+            for r in rows
+            if (r["variant"], r["batch_size"], r["callers"]) == (variant, batch_size, callers)
+        )
 
     def concurrent(variant: str) -> float:
-        return next(
-            r["sentences_per_s"]
-            for r in rows
-            if r["variant"] == variant and r["callers"] == config.callers
-        )
+        return row(variant, config.caller_batch_size, config.callers)["sentences_per_s"]
 
     largest, middle = max(config.batch_sizes), sorted(config.batch_sizes)[-2]
     chunked, unchunked = row("export", largest), row("export unchunked", largest)
