@@ -102,6 +102,14 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def fraction(text: str) -> float:
+    """An argparse `type` for numbers in [0, 1] (e.g. a sampling exponent, 0 for off)."""
+    value = non_negative_float(text)
+    if value > 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1]; got {text}")
+    return value
+
+
 def _check_writable_folder(folder: Path, argument: str, path: str | os.PathLike) -> None:
     """Raises `UserError` unless `folder` is an existing folder this process may write in."""
     if not folder.exists():

@@ -184,6 +184,7 @@ def test_the_program_prints_only_the_error_line(tmp_path: Path, args, message):
         (["--alpha", "-1"], "error: argument --alpha: must be a finite number >= 0"),
         (["--cooldown-epochs", "2"], "error: --cooldown-epochs must be <= --epochs"),
         (["--cooldown-epochs", "-1"], "error: argument --cooldown-epochs: must be >= 0"),
+        (["--subword-sampling", "1.5"], "error: argument --subword-sampling: must be a number in"),
         (["--accumulate-steps", "0"], "error: argument --accumulate-steps: must be >= 1; got 0"),
         (["--train-steps", "6"], "error: --epochs and --train-steps exclude each other"),
         (["--save-every-steps", "4"], "error: --save-every-steps needs --train-steps"),
@@ -328,9 +329,13 @@ def test_a_run_streams_shards_by_steps(tmp_path: Path):
     assert int(optimizer.iterations) == 6
 
 
-def test_a_lowercased_mixed_precision_run_accumulates_gradients_over_batches(tmp_path: Path):
-    # Three features in one run, to spare runs: lowercasing, bfloat16 and accumulation of 2.
+def test_a_lowercased_mixed_precision_run_accumulates_gradients_over_sampled_batches(
+    tmp_path: Path,
+):
+    # Four features in one run, to spare runs: lowercasing, bfloat16, accumulation of 2 and
+    # subword sampling.
     options = ["--accumulate-steps", "2", "--mixed-precision", "mixed_bfloat16", "--lowercase"]
+    options += ["--subword-sampling", "0.5"]
     done = subprocess.run(
         train_command(tmp_path, 1, *options),
         capture_output=True, text=True, timeout=600, check=False,
@@ -341,6 +346,10 @@ def test_a_lowercased_mixed_precision_run_accumulates_gradients_over_batches(tmp
     # The epoch's batches make updates of 2 (an odd one is left out): its steps are even and
     # twice the optimizer's updates.
     steps = int(re.search(r"^(\d+)/\1 ", done.stdout, re.MULTILINE).group(1))
+    # Sampled: the epoch is as long as the first sampling's batches (an odd one left out).
+    assert config["subword_sampling"] == 0.5
+    sampled = int(re.search(r"subword sampling \(alpha 0.5\): (\d+) batches", done.stderr)[1])
+    assert steps == sampled - sampled % 2
     model = keras.models.load_model(tmp_path / "model.keras")
     optimizer = model.optimizer
     assert optimizer.gradient_accumulation_steps == 2 and steps % 2 == 0

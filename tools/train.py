@@ -33,6 +33,7 @@ from keras_attention.cli import (
     ArgumentParser,
     check_output_dir,
     fail,
+    fraction,
     int_at_least,
     non_negative_float,
     user_errors,
@@ -173,6 +174,15 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         "the translations their capitals back (default: the dataset's, on for multi30k)",
     )
     parser.add_argument(
+        "--subword-sampling",
+        type=fraction,
+        default=None,
+        metavar="ALPHA",
+        help="subword regularization: segment the training pairs afresh every epoch, "
+        "sampling the subwords with this smoothing exponent in (0, 1] (smaller: more, "
+        "shorter pieces); 0 is off (default: the dataset's, off)",
+    )
+    parser.add_argument(
         "--override",
         action="append",
         default=[],
@@ -281,6 +291,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         jit_compile=args.jit,
         mixed_precision=args.mixed_precision,
         lowercase=args.lowercase,
+        subword_sampling=args.subword_sampling,
         seed=args.seed,
         connect_timeout=args.connect_timeout,
         validation_bleu_every=args.validation_bleu_every,

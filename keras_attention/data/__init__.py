@@ -14,6 +14,11 @@ from keras_attention.data.streaming import (
     stream_batches,
     tokenize_pairs,
 )
+from keras_attention.data.subword_sampling import (
+    count_sampled_batches,
+    sample_pairs,
+    sampled_batches,
+)
 from keras_attention.data.tokenizer import SubwordTokenizer
 
 __all__ = [
@@ -25,6 +30,7 @@ __all__ = [
     "EncodedPairs",
     "Recaser",
     "SubwordTokenizer",
+    "count_sampled_batches",
     "encode_pairs",
     "generate_pairs",
     "generated_splits",
@@ -33,6 +39,8 @@ __all__ = [
     "make_batches",
     "parallel_text",
     "read_parallel",
+    "sample_pairs",
+    "sampled_batches",
     "stream_batches",
     "token_weighted_updates",
     "tokenize_pairs",

@@ -3,10 +3,13 @@ optionally lowercasing its input and putting the capitals back into its output (
 
 import hashlib
 import io
+import itertools
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import sentencepiece
 import tensorflow as tf
 import tensorflow_text
@@ -17,6 +20,8 @@ from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from keras_attention.data.recaser import Recaser
 
 MODEL_TYPES = ("unigram", "bpe")
+# `sentencepiece`'s random generator is global: seeding it and sampling are one step.
+_SAMPLING_LOCK = threading.Lock()
 
 
 class _SharedSentencepieceModel(tf.saved_model.experimental.TrackableResource):
@@ -127,7 +132,7 @@ class SubwordTokenizer(tf.Module):
         recaser = None
         if recase_texts is not None:
             recaser = Recaser.train(recase_texts)
-            texts = [line.decode("utf-8") for line in _lower(texts).numpy()]
+            texts = _lower_texts(texts)
         if vocabulary_size <= 4:
             raise ValueError(f"vocabulary_size must be > 4; got vocabulary_size={vocabulary_size}")
         model = io.BytesIO()
@@ -180,6 +185,40 @@ class SubwordTokenizer(tf.Module):
             sentences = _lower(sentences)
         return self._tokenizer.tokenize(sentences)
 
+    def sample(self, sentences: list[str], alpha: float, seed: int) -> tf.RaggedTensor:
+        """Like `tokenize`, but each sentence's segmentation is sampled rather than the best
+        one: subword regularization (Kudo, 2018) with a unigram model, BPE-dropout with a
+        BPE one. The same `seed` gives the same segmentations.
+
+        Args:
+            sentences: the sentences (Python strings).
+            alpha: for a unigram model, the exponent that smooths the segmentations'
+                probabilities before sampling (1 samples from the model itself; smaller
+                values flatten it and split words into more pieces); for a BPE model, the
+                probability of dropping a merge. Must be in (0, 1].
+            seed: seed of the sampling.
+
+        Returns:
+            A `tf.RaggedTensor` `(batch, None)` of int32 ids (no BOS/EOS).
+
+        Raises:
+            ValueError: for an `alpha` outside (0, 1].
+        """
+        if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha <= 1:
+            raise ValueError(f"alpha must be a number in (0, 1]; got alpha={alpha!r}")
+        if self.lowercase:
+            sentences = _lower_texts(sentences)
+        processor = sentencepiece.SentencePieceProcessor(model_proto=self.model_proto)
+        with _SAMPLING_LOCK:
+            sentencepiece.set_random_generator_seed(seed)
+            ids = processor.encode(
+                list(sentences), enable_sampling=True, alpha=alpha, nbest_size=-1, num_threads=1
+            )
+        flat = np.fromiter(itertools.chain.from_iterable(ids), np.int32)
+        return tf.RaggedTensor.from_row_lengths(
+            flat, np.fromiter(map(len, ids), np.int64, len(ids))
+        )
+
     def detokenize(self, ids):
         """Ids -> strings. Everything from the first EOS on, padding and BOS are dropped.
 
@@ -210,3 +249,13 @@ def recaser_path(path: str | os.PathLike) -> Path:
 def _lower(sentences):
     """Lowercased strings (Unicode: "Ä" -> "ä"; "ß" stays), as a `tf.string` tensor."""
     return tf.strings.lower(tf.convert_to_tensor(sentences, tf.string), encoding="utf-8")
+
+
+def _lower_texts(texts: Iterable[str]) -> list[str]:
+    """Python strings lowercased as `tokenize` lowercases them (`_lower`)."""
+    texts = list(texts)
+    return (
+        [line.decode("utf-8") for line in _lower(tf.constant(texts, tf.string)).numpy()]
+        if texts
+        else []
+    )

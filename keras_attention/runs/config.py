@@ -26,6 +26,7 @@ DATASET_DEFAULTS = {
         cooldown_epochs=0,
         mixed_precision="float32",
         lowercase=False,
+        subword_sampling=0.0,
         validation_bleu_every=1,
         validation_bleu_sentences=300,
         average=[3],
@@ -48,6 +49,7 @@ DATASET_DEFAULTS = {
         mixed_precision="mixed_bfloat16",
         # Lowercased training with a recaser: +1.2 validation BLEU (README, run L1).
         lowercase=True,
+        subword_sampling=0.0,
         validation_bleu_every=4,
         validation_bleu_sentences=500,
         average=[10],
@@ -69,6 +71,7 @@ DATASET_DEFAULTS = {
         cooldown_epochs=0,
         mixed_precision="float32",
         lowercase=False,
+        subword_sampling=0.0,
         validation_bleu_every=1,
         validation_bleu_sentences=500,
         average=[5],
@@ -112,7 +115,11 @@ class TrainConfig:
             targets giving the translations their capitals back (`Recaser`; the tokenizer
             lowercases, so the export takes and gives cased text as any other); `None`:
             the dataset's default (on for Multi30k).
-        seed: seed of the corpus, the shuffling and the initial weights.
+        subword_sampling: subword regularization (Kudo, 2018): every epoch segments the
+            training pairs afresh, sampling each sentence's subwords with this smoothing
+            exponent, in (0, 1] (`SubwordTokenizer.sample`); 0 takes the best segmentation
+            (`None`: the dataset's default). Not for a streamed corpus (`"shards"`).
+        seed: seed of the corpus, the shuffling, the subword sampling and the initial weights.
         connect_timeout: seconds the workers of a multi-worker `TF_CONFIG` cluster wait for
             each other to join before failing.
         validation_bleu_every: translate the validation split every this many epochs (and
@@ -159,6 +166,7 @@ class TrainConfig:
     jit_compile: bool | None = None
     mixed_precision: str | None = None
     lowercase: bool | None = None
+    subword_sampling: float | None = None
     seed: int = 0
     connect_timeout: float = 300.0
     validation_bleu_every: int | None = None
@@ -210,6 +218,19 @@ class TrainConfig:
                 f"accumulate_steps={self.accumulate_steps}"
             )
 
+    def _validate_subword_sampling(self) -> None:
+        value = self.subword_sampling
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise ValueError(
+                f"subword_sampling must be a number in [0, 1] (0: off); got "
+                f"subword_sampling={value!r}"
+            )
+        if value and self.dataset == "shards":
+            raise ValueError(
+                "subword_sampling needs a corpus in memory; dataset='shards' is streamed "
+                f"(got subword_sampling={value!r})"
+            )
+
     def validate(self) -> None:
         """Raises `ValueError` naming the first bad field."""
         check_int_at_least("accumulate_steps", self.accumulate_steps, 1)
@@ -228,6 +249,7 @@ class TrainConfig:
             )
         if not isinstance(self.lowercase, bool):
             raise ValueError(f"lowercase must be true or false; got lowercase={self.lowercase!r}")
+        self._validate_subword_sampling()
         optional = ("train_pairs", "validation_bleu_sentences", "backup_every_steps")
         for name in ("epochs", "max_tokens", "max_length", "warmup_steps", "beam_size", *optional):
             check_positive_int(name, getattr(self, name), allow_none=name in optional)

@@ -48,7 +48,12 @@ NOT_COMPARED = ("output_dir",)
 SEARCH_SETTINGS = ("beam_size", "alpha")
 # Settings whose dataset default changed after they were added: a `config.json` written
 # before they existed means the library's behaviour of that time, not today's default.
-ABSENT_MEANS = {"lowercase": False, "cooldown_epochs": 0, "mixed_precision": "float32"}
+ABSENT_MEANS = {
+    "lowercase": False,
+    "cooldown_epochs": 0,
+    "mixed_precision": "float32",
+    "subword_sampling": 0.0,
+}
 # Values an older `config.json` holds for what today's library spells otherwise: `null`
 # mixed precision was float32 before float32 became a value of its own.
 LEGACY_VALUES = {"mixed_precision": {None: "float32"}}

@@ -23,6 +23,7 @@ from keras_attention.data.streaming import (
     stream_batches,
     train_shards,
 )
+from keras_attention.data.subword_sampling import count_sampled_batches, sampled_batches
 from keras_attention.data.tokenizer import SubwordTokenizer, recaser_path
 from keras_attention.distribute import get_strategy
 from keras_attention.distribute.cluster import barrier, is_chief, read_tf_config
@@ -145,6 +146,32 @@ def _file_sharding(config: "TrainConfig", num_shards: int, workers: int) -> int:
     return workers
 
 
+def _in_memory_epochs(
+    config: "TrainConfig",
+    pairs: tuple[list[str], list[str]],
+    tokenizer: SubwordTokenizer,
+    replicas: int,
+    batches,
+):
+    """`epoch -> tf.data.Dataset` of the training batches of a corpus in memory: the pairs
+    encoded once (`batches`), or sampled afresh every epoch (`config.subword_sampling`),
+    shuffled with a seed of the run's seed and the epoch."""
+    if not config.subword_sampling:
+        return lambda number: batches("train", True, _epoch_seed(config.seed, number))
+    sizes = dict(
+        max_tokens=config.max_tokens, max_length=config.max_length, batch_multiple=replicas
+    )
+    arguments = (tokenizer, *pairs, config.subword_sampling)
+    # Every epoch as long as the first's sampling (they differ by a few batches).
+    num_batches = count_sampled_batches(*arguments, _epoch_seed(config.seed, 0), **sizes)
+    logger.info(
+        "subword sampling (alpha %s): %d batches an epoch", config.subword_sampling, num_batches
+    )
+    return lambda number: sampled_batches(
+        *arguments, _epoch_seed(config.seed, number), num_batches, **sizes
+    )
+
+
 def _run_data(
     config: "TrainConfig",
     corpus: dict,
@@ -197,10 +224,7 @@ def _run_data(
 
         rounds = stream_rounds(epoch_batches, config.save_every_steps // by_file_workers)
     else:
-
-        def epoch_batches(number: int):
-            return batches("train", True, _epoch_seed(config.seed, number))
-
+        epoch_batches = _in_memory_epochs(config, corpus["train"], tokenizer, replicas, batches)
         rounds = epoch_batches
         if config.train_steps is not None:
             per_epoch = int(epoch_batches(0).cardinality())
