@@ -9,7 +9,8 @@ The helpers here check what a tool will write before it does any work (`check_ou
 (`read_input_lines`), and turn the errors of bad files into that one line (`user_errors`).
 This module itself needs only the standard library (and `keras_attention.data.text_files`
 for `read_input_lines`), but importing it runs `keras_attention/__init__.py`, which loads
-Keras and TensorFlow: a tool sets `KERAS_ATTENTION_QUIET` before importing it.
+Keras and TensorFlow unless the tool set `KERAS_ATTENTION_DEFER_IMPORT=1` first: then
+`ArgumentParser` loads them once the arguments parse.
 """
 
 import argparse
@@ -42,11 +43,23 @@ VERBOSE_HELP = "also print TensorFlow's start-up and C++ log lines (hidden by de
 class ArgumentParser(argparse.ArgumentParser):
     """`argparse.ArgumentParser` whose errors are one line, `error: ...`, without the usage,
     with the tools' common `--verbose` option (read from `sys.argv` before the package is
-    imported: see `keras_attention.core.quiet_import`)."""
+    imported: see `keras_attention.core.quiet_import`).
+
+    Once `parse_args` succeeds, it finishes loading the package (`keras_attention.load`),
+    whose import a tool defers (`KERAS_ATTENTION_DEFER_IMPORT`): `--help` and argument errors
+    exit before TensorFlow starts, and the tool's work finds Keras loaded, quietly.
+    """
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
+
+    def parse_args(self, *args, **kwargs) -> argparse.Namespace:
+        parsed = super().parse_args(*args, **kwargs)
+        import keras_attention
+
+        keras_attention.load()
+        return parsed
 
     def error(self, message: str) -> NoReturn:
         fail(message)

@@ -106,7 +106,7 @@ LEVELS = {
     "keras_attention.export": 6,
     "keras_attention.evaluation": 6,
     "keras_attention.runs": 7,  # a training run, one job per module (see its docstring)
-    "keras_attention.cli": 7,
+    "keras_attention.cli": 9,  # the tools' helpers; its parser finishes the package's import
     "keras_attention.ctranslate2_converter": 7,  # imports runs.train; ctranslate2 optional
     "keras_attention": 9,  # the package itself imports its public parts
 }

@@ -16,18 +16,17 @@ import argparse
 import os
 import sys
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
+# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py),
+# and TensorFlow loaded once the arguments parse (keras_attention/__init__.py).
 os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
+if "keras_attention" not in sys.modules:
+    os.environ["KERAS_ATTENTION_DEFER_IMPORT"] = "1"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The checked arguments; errors in them or in the output folder exit with one line,
     `error: ...`, before any work."""
     from keras_attention.cli import ArgumentParser, check_output_dir, user_errors
-    from keras_attention.ctranslate2_converter import (
-        check_ctranslate2_output_dir,
-        check_quantization,
-    )
 
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_dir", help="a folder written by tools/train.py")
@@ -42,6 +41,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--overwrite", action="store_true", help="replace a CTranslate2 model in --output-dir"
     )
     args = parser.parse_args(argv)
+    from keras_attention.ctranslate2_converter import (
+        check_ctranslate2_output_dir,
+        check_quantization,
+    )
+
     with user_errors(ImportError, OSError, ValueError):
         check_quantization(args.quantization)
         check_output_dir(args.output_dir, "--output-dir")

@@ -15,8 +15,11 @@ import argparse
 import os
 import sys
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
+# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py),
+# and TensorFlow loaded once the arguments parse (keras_attention/__init__.py).
 os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
+if "keras_attention" not in sys.modules:
+    os.environ["KERAS_ATTENTION_DEFER_IMPORT"] = "1"
 # Warm-up requests: the first sentence alone, then this many together (per signature).
 WARMUP_LINES = 8
 
@@ -33,7 +36,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         read_input_lines,
         user_errors,
     )
-    from keras_attention.export import DEFAULT_CHUNK_SIZE
 
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_dir", help="a folder written by tools/train.py")
@@ -51,8 +53,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--chunk-size",
         type=int_at_least(0),
-        default=DEFAULT_CHUNK_SIZE,
-        help=f"sentences decoded at once; 0: a whole request (default {DEFAULT_CHUNK_SIZE})",
+        default=None,
+        # The exporter's DEFAULT_CHUNK_SIZE, imported once the arguments parse (the export
+        # module loads TensorFlow); tests/test_tools.py checks that the two agree.
+        help="sentences decoded at once; 0: a whole request (default 64)",
     )
     parser.add_argument(
         "--warmup-file",
@@ -66,6 +70,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "default: a float32 copy of its weights, faster on CPU",
     )
     args = parser.parse_args(argv)
+    if args.chunk_size is None:
+        from keras_attention.export import DEFAULT_CHUNK_SIZE
+
+        args.chunk_size = DEFAULT_CHUNK_SIZE
     args.export_dir = args.export_dir or os.path.join(args.run_dir, "export")
     target = os.path.join(args.export_dir, str(args.version))
     if args.version is not None and os.path.exists(target) and not args.overwrite:

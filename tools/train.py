@@ -25,9 +25,13 @@ import os
 import re
 import sys
 import time
+from typing import TYPE_CHECKING
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
+# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py),
+# and TensorFlow loaded once the arguments parse (keras_attention/__init__.py).
 os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
+if "keras_attention" not in sys.modules:
+    os.environ["KERAS_ATTENTION_DEFER_IMPORT"] = "1"
 
 from keras_attention.cli import (
     ArgumentParser,
@@ -41,9 +45,9 @@ from keras_attention.cli import (
 from keras_attention.data.datasets import DATASETS
 from keras_attention.models.presets import PRESETS
 from keras_attention.runs.config import TrainConfig
-from keras_attention.runs.prepare import prepare_run
-from keras_attention.runs.serving_check import export_and_evaluate
-from keras_attention.runs.train import TrainResult, train_prepared
+
+if TYPE_CHECKING:
+    from keras_attention.runs.train import TrainResult
 
 DEFAULTS = TrainConfig()
 # The option of each `TrainConfig` field whose name differs from `--<field-name>`.
@@ -319,6 +323,10 @@ def main(argv: list[str] | None = None) -> None:
         config.resolved().validate()
     except ValueError as error:
         fail(name_options(str(error)))
+    # Imported once the arguments parse: they load TensorFlow.
+    from keras_attention.runs.prepare import prepare_run
+    from keras_attention.runs.train import train_prepared
+
     started = time.monotonic()
     # User errors (settings, corpus files, another run's folder) are all found here, before
     # anything is written; errors after that are bugs, with their traceback.
@@ -335,8 +343,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"wall-clock time of this process: {(time.monotonic() - started) / 60:.1f} min")
 
 
-def report(result: TrainResult, export: bool) -> None:
+def report(result: "TrainResult", export: bool) -> None:
     """Prints the run's results; exports, reloads and scores the translator if `export`."""
+    from keras_attention.runs.serving_check import export_and_evaluate
+
     config = result.config
     if not result.is_chief:
         print("non-chief worker: its files went to a temporary folder, removed at the end")

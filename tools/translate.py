@@ -13,8 +13,11 @@ import argparse
 import os
 import sys
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
+# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py),
+# and TensorFlow loaded once the arguments parse (keras_attention/__init__.py).
 os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
+if "keras_attention" not in sys.modules:
+    os.environ["KERAS_ATTENTION_DEFER_IMPORT"] = "1"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

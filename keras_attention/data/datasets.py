@@ -1,11 +1,13 @@
-"""The parallel corpora the library knows by name."""
+"""The parallel corpora the library knows by name.
+
+Importing it loads neither Keras nor TensorFlow (the readers of Multi30k and of shards are
+imported when used), so that a tool can offer `DATASETS` before TensorFlow starts.
+"""
 
 import os
 from pathlib import Path
 
 from keras_attention.data.generated_corpus import generated_splits
-from keras_attention.data.multi30k import load_multi30k
-from keras_attention.data.streaming import read_parallel
 
 DATASETS = ("generated", "multi30k", "shards")
 
@@ -44,12 +46,16 @@ def load_corpus(
         # The training split is streamed (`data.streaming.train_shards`), not loaded.
         if data_dir is None:
             raise ValueError("dataset='shards' needs data_dir, the folder of the shards")
+        from keras_attention.data.streaming import read_parallel
+
         folder = Path(data_dir)
         corpus = {"train": ([], [])}
         for split in ("val", "test"):
             corpus[split] = read_parallel(folder / f"{split}.en", folder / f"{split}.de")
         return corpus
     if name == "multi30k":
+        from keras_attention.data.multi30k import load_multi30k
+
         corpus = load_multi30k(data_dir)
         if train_pairs is not None:
             sources, targets = corpus["train"]

@@ -12,12 +12,7 @@ models use it. Importing the package loads nothing more: the layers import `repl
 any backend, while `strategy` and `cluster` need TensorFlow.
 """
 
-__all__ = ["get_strategy"]
+from keras_attention.core.lazy_names import lazy_names
 
-
-def __getattr__(name: str):
-    if name == "get_strategy":  # `from keras_attention.distribute import get_strategy`
-        from keras_attention.distribute.strategy import get_strategy
-
-        return get_strategy
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# `from keras_attention.distribute import get_strategy` imports `strategy` then.
+__getattr__, __dir__, __all__ = lazy_names(__name__, strategy=["get_strategy"])

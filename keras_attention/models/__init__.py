@@ -1,7 +1,13 @@
-"""Models composed from `keras_attention.layers`."""
+"""Models composed from `keras_attention.layers`.
 
-from keras_attention.models.dtype_copy import copy_with_dtype
-from keras_attention.models.presets import PRESETS, preset_config
-from keras_attention.models.transformer import Transformer
+Its names load on first use (`core.lazy_names`).
+"""
 
-__all__ = ["PRESETS", "Transformer", "copy_with_dtype", "preset_config"]
+from keras_attention.core.lazy_names import lazy_names
+
+__getattr__, __dir__, __all__ = lazy_names(
+    __name__,
+    dtype_copy=["copy_with_dtype"],
+    presets=["PRESETS", "preset_config"],
+    transformer=["Transformer"],
+)

@@ -11,17 +11,15 @@
 - `serving_check`: the SavedModel export, reloaded and scored on the test split.
 
 `tools/train.py` is the command-line face of `train_translator` and `export_and_evaluate`.
+
+Its names load on first use (`core.lazy_names`).
 """
 
-from keras_attention.runs.config import TrainConfig
-from keras_attention.runs.serving_check import ServingCheck, export_and_evaluate
-from keras_attention.runs.train import TrainResult, load_run, train_translator
+from keras_attention.core.lazy_names import lazy_names
 
-__all__ = [
-    "ServingCheck",
-    "TrainConfig",
-    "TrainResult",
-    "export_and_evaluate",
-    "load_run",
-    "train_translator",
-]
+__getattr__, __dir__, __all__ = lazy_names(
+    __name__,
+    config=["TrainConfig"],
+    serving_check=["ServingCheck", "export_and_evaluate"],
+    train=["TrainResult", "load_run", "train_translator"],
+)
