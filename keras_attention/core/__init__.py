@@ -8,6 +8,7 @@
 - `staged_loop`: a search loop that drops its finished rows in stages;
 - `atomic_files`: writing files so that a kill never leaves a partial one;
 - `quiet_import`: importing Keras without TensorFlow's start-up lines (for the tools);
+- `lazy_names`: a package's names imported on first use (PEP 562);
 - `deferred_collection`: one garbage collection instead of one per deleted variable.
 
 These modules import only the standard library, numpy and keras, and this `__init__` imports
