@@ -52,6 +52,20 @@ class Scores:
         )
 
 
+def moses_language(code: str | None) -> str:
+    """The Moses tokenizer's language for a language code: its first part, lowercased
+    (`"pt_BR"` -> `"pt"`); English rules where the code is unknown (`None`).
+
+    Example:
+
+    >>> moses_language("pt_BR"), moses_language(None)
+    ('pt', 'en')
+    """
+    if not code:
+        return "en"
+    return code.replace("-", "_").split("_")[0].lower()
+
+
 def moses_tokenize(lines: Sequence[str], language: str = "de") -> list[str]:
     """Lowercases, normalises punctuation and tokenizes like the Moses scripts.
 

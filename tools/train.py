@@ -1,9 +1,18 @@
 """Train a Transformer translator with the paper's recipe (the main command).
 
     python tools/train.py              # the generated corpus, about 5 minutes on 2 CPU cores
+    python tools/train.py --train my.de my.fr --output-dir runs/de-fr   # your own files
+    python tools/train.py --train 'big/train.*.en.gz' 'big/train.*.de.gz' \
+        --valid big/dev.en big/dev.de --test big/test.en big/test.de   # shards, by glob
     python tools/train.py --dataset multi30k --data-dir data/multi30k  # the Multi30k files
-    python tools/train.py --dataset shards --data-dir data/big --train-steps 100000 \
-        --save-every-steps 1000 --accumulate-steps 6   # streamed shards, the paper's steps
+
+Your own corpus: --train SOURCE TARGET (plain or gzip, a glob or --train again for more
+shards; line i of one translates line i of the other). The languages are the files'
+suffixes when those are language codes (else --source-lang/--target-lang). Without --valid or
+--test, a seeded 5% of the training pairs (at most 3,000) is held out for each and written to
+the run's data/ folder; pairs whose source is a validation or test source are removed from
+training. The settings you do not give come from the recipe that the corpus's size picks
+(docs/own-data.md: the table); the run prints them, one line each, as it starts.
 
 Everything lands in --output-dir: config.json, tokenizer.model, backup/, checkpoints/, logs/
 (TensorBoard), training_log.csv, validation_bleu.json, bleu.json, test_metrics.json,
@@ -45,6 +54,7 @@ from keras_attention.cli import (
 from keras_attention.data.datasets import DATASETS
 from keras_attention.models.presets import PRESETS
 from keras_attention.runs.config import TrainConfig
+from keras_attention.runs.recipes import RECIPE_NAMES
 
 if TYPE_CHECKING:
     from keras_attention.runs.train import TrainResult
@@ -52,6 +62,7 @@ if TYPE_CHECKING:
 DEFAULTS = TrainConfig()
 # The option of each `TrainConfig` field whose name differs from `--<field-name>`.
 OPTIONS = {"model_overrides": "--override", "jit_compile": "--jit"}
+CORPUS_FIELDS = ("train", "valid", "test")
 
 
 def option(field: str) -> str:
@@ -62,7 +73,9 @@ def option(field: str) -> str:
 def name_options(message: str) -> str:
     """`message` with the `TrainConfig` fields it names written as their options, e.g.
     `epochs must be ...; got epochs=0` as `--epochs must be ...; got --epochs=0`."""
-    names = "|".join(sorted((f.name for f in dataclasses.fields(TrainConfig)), key=len)[::-1])
+    # Not the corpus fields: "train", "valid" and "test" are ordinary words too.
+    fields = [f.name for f in dataclasses.fields(TrainConfig) if f.name not in CORPUS_FIELDS]
+    names = "|".join(sorted(fields, key=len)[::-1])
     # Not a part of a file path or of a longer word.
     pattern = rf"(?<![\w/.\-])({names})(?![\w/.\-])"
     return re.sub(pattern, lambda match: option(match.group(1)), message)
@@ -103,9 +116,52 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
     and whether to overwrite another run in the output folder."""
     positive = int_at_least(1)
     parser = ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--preset", choices=sorted(PRESETS), default=DEFAULTS.preset)
-    parser.add_argument("--dataset", choices=DATASETS, default=DEFAULTS.dataset)
-    parser.add_argument("--data-dir", default=None, help="Multi30k folder (downloaded if unset)")
+    files = dict(nargs=2, metavar=("SOURCE", "TARGET"))
+    parser.add_argument(
+        "--train",
+        action="append",
+        default=None,
+        help="training files, plain or .gz, a path or a quoted glob per side (repeat for more "
+        "shards); line i of SOURCE translates line i of TARGET",
+        **files,
+    )
+    parser.add_argument(
+        "--valid", help="validation files (default: 5%% of --train held out)", **files
+    )
+    parser.add_argument("--test", help="test files (default: 5%% of --train held out)", **files)
+    parser.add_argument(
+        "--source-lang", default=None, help="source language (default: the source suffix)"
+    )
+    parser.add_argument(
+        "--target-lang", default=None, help="target language (default: the target suffix)"
+    )
+    parser.add_argument(
+        "--recipe",
+        choices=RECIPE_NAMES,
+        default=None,
+        help="settings for the options not given (default: picked by the corpus's size)",
+    )
+    parser.add_argument(
+        "--stream",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="stream the training files instead of reading them (default: above 512 MB)",
+    )
+    parser.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default=None,
+        help="model size (default: the recipe's)",
+    )
+    parser.add_argument(
+        "--dataset",
+        choices=DATASETS,
+        default=None,
+        help="a corpus known by name instead of --train (default without --train: generated)",
+    )
+    parser.add_argument(
+        "--data-dir", default=None, help="the named corpus's folder (Multi30k: downloaded if unset)"
+    )
     parser.add_argument("--output-dir", default=DEFAULTS.output_dir)
     parser.add_argument(
         "--overwrite",
@@ -115,12 +171,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
     parser.add_argument(
         "--train-pairs", type=positive, default=None, help="use only the first N training pairs"
     )
-    parser.add_argument("--epochs", type=positive, default=None, help="default: per dataset")
+    parser.add_argument("--epochs", type=positive, default=None, help="default: the recipe's")
     parser.add_argument(
         "--max-tokens",
         type=positive,
         default=None,
-        help="padded tokens per batch (default: per dataset)",
+        help="padded tokens per batch (default: the recipe's)",
     )
     parser.add_argument(
         "--max-length",
@@ -132,21 +188,21 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         "--vocabulary-size",
         type=int_at_least(5),
         default=None,
-        help="SentencePiece vocabulary (default: chosen for the dataset)",
+        help="SentencePiece vocabulary (default: the recipe's)",
     )
-    parser.add_argument("--warmup-steps", type=positive, default=None, help="default: per dataset")
+    parser.add_argument("--warmup-steps", type=positive, default=None, help="default: the recipe's")
     parser.add_argument(
         "--learning-rate-scale",
         type=float,
         default=None,
-        help="multiplier of the paper's schedule (default: per dataset)",
+        help="multiplier of the paper's schedule (default: the recipe's)",
     )
     parser.add_argument(
         "--cooldown-epochs",
         type=int_at_least(0),
         default=None,
         help="the learning rate falls linearly to zero over the last this many epochs "
-        "(default: per dataset)",
+        "(default: the recipe's)",
     )
     parser.add_argument(
         "--label-smoothing", type=non_negative_float, default=DEFAULTS.label_smoothing
@@ -220,12 +276,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         metavar="K",
         help="end-of-run candidates: averages of the last K and of the best K checkpoints",
     )
-    parser.add_argument("--beam-size", type=positive, default=None, help="default: per dataset")
+    parser.add_argument("--beam-size", type=positive, default=None, help="default: the recipe's")
     parser.add_argument(
         "--alpha",
         type=non_negative_float,
         default=None,
-        help="length penalty (default: per dataset)",
+        help="length penalty (default: the recipe's)",
     )
     parser.add_argument(
         "--backup-every-steps",
@@ -271,6 +327,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         help="export the SavedModel, reload it, translate examples and print sacreBLEU",
     )
     args = parser.parse_args(argv)
+    if args.train is not None and args.dataset is not None:
+        parser.error("--train and --dataset exclude each other: give your files or a name")
     if args.train_steps is not None and args.epochs is not None:
         parser.error("--epochs and --train-steps exclude each other (rounds replace epochs)")
     if args.validate_every_steps is not None:
@@ -280,6 +338,13 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         output_dir=args.output_dir,
         dataset=args.dataset,
         data_dir=args.data_dir,
+        train=args.train,
+        valid=args.valid,
+        test=args.test,
+        source_lang=args.source_lang,
+        target_lang=args.target_lang,
+        recipe=args.recipe,
+        stream=args.stream,
         train_pairs=args.train_pairs,
         preset=args.preset,
         model_overrides=overrides,
@@ -319,10 +384,6 @@ def main(argv: list[str] | None = None) -> None:
     config, export, overwrite = parse_args(argv)
     with user_errors():
         check_output_dir(config.output_dir, "--output-dir")
-    try:
-        config.resolved().validate()
-    except ValueError as error:
-        fail(name_options(str(error)))
     # Imported once the arguments parse: they load TensorFlow.
     from keras_attention.runs.prepare import prepare_run
     from keras_attention.runs.train import train_prepared
@@ -335,6 +396,9 @@ def main(argv: list[str] | None = None) -> None:
             run = prepare_run(config, overwrite)
         except ValueError as error:
             raise ValueError(name_options(str(error))) from None
+    for line in run.settings:
+        print(line)
+    sys.stdout.flush()
     result = train_prepared(run)
     try:
         report(result, export)
@@ -366,7 +430,7 @@ def report(result: "TrainResult", export: bool) -> None:
     for source, translation in check.examples:
         print(f"  {source}\n    -> {translation}")
     print(
-        f"sacreBLEU on the {config.dataset} test split (beam {config.beam_size}, alpha "
+        f"sacreBLEU on the test split (beam {config.beam_size}, alpha "
         f"{config.alpha}, from the SavedModel):"
     )
     print(check.scores.summary())

@@ -42,6 +42,15 @@ def _download(origin: str, cache_dir: str | None) -> Path:
     return folder
 
 
+def multi30k_folder(
+    data_dir: str | os.PathLike | None = None,
+    origin: str = DEFAULT_ORIGIN,
+    cache_dir: str | None = None,
+) -> Path:
+    """`data_dir`, or the folder of the files downloaded (once) from `origin` without it."""
+    return Path(data_dir) if data_dir is not None else _download(origin, cache_dir)
+
+
 def load_multi30k(
     data_dir: str | os.PathLike | None = None,
     origin: str = DEFAULT_ORIGIN,
@@ -73,7 +82,7 @@ def load_multi30k(
     if source_language not in LANGUAGES:
         raise ValueError(f"source_language must be one of {LANGUAGES}; got {source_language!r}")
     target_language = "de" if source_language == "en" else "en"
-    folder = Path(data_dir) if data_dir is not None else _download(origin, cache_dir)
+    folder = multi30k_folder(data_dir, origin, cache_dir)
     return {
         split: read_parallel(
             folder / f"{local}.{source_language}", folder / f"{local}.{target_language}"

@@ -21,6 +21,7 @@ from keras_attention.data.pipeline import (
     encode_ids,
     for_fit,
 )
+from keras_attention.data.corpus_files import ParallelFiles
 from keras_attention.data.tokenizer import SubwordTokenizer
 
 # A line of a text file never holds a line feed: this marks the end of a shard.
@@ -227,6 +228,16 @@ def read_parallel(
     return sources, targets
 
 
+def read_files(files: ParallelFiles) -> tuple[list[str], list[str]]:
+    """`read_parallel` of every pair of `files` (a `ParallelFiles`), concatenated."""
+    sources, targets = [], []
+    for source_path, target_path in zip(files.sources, files.targets, strict=True):
+        more_sources, more_targets = read_parallel(source_path, target_path)
+        sources += more_sources
+        targets += more_targets
+    return sources, targets
+
+
 def tokenize_pairs(
     pairs: tf.data.Dataset,
     tokenizer: SubwordTokenizer,
@@ -284,6 +295,7 @@ def stream_batches(
     long_pairs: str = "drop",
     workers: int = 1,
     worker: int = 0,
+    exclude_sources: Sequence[str] = (),
 ) -> tf.data.Dataset:
     """Batches by number of tokens, in the fixed bucket shapes of `make_batches`, streamed
     from text shards: one pass over the corpus, its size unknown until read.
@@ -313,6 +325,8 @@ def stream_batches(
         long_pairs: `"drop"` or `"cut"` over-long pairs.
         workers: the workers of a multi-worker strategy that read the stream.
         worker: this worker's index, from 0.
+        exclude_sources: sources whose pairs are left out (compared stripped): the
+            validation and test sources, so that none is trained on.
 
     Returns:
         A `tf.data.Dataset` of `((source, target_in), target_out)` int32 batches (cardinality
@@ -329,11 +343,28 @@ def stream_batches(
         seed=seed,
         file_shard=(workers, worker) if by_file else None,
     )
+    if exclude_sources:
+        pairs = pairs.filter(_not_in(exclude_sources))
     if shuffle:
         pairs = pairs.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     ids = tokenize_pairs(pairs, tokenizer, max_length, long_pairs)
     batches = bucket_batches(ids, lengths, sizes, length_multiple, shuffle, seed)
     return for_fit(batches, by_file=by_file)
+
+
+def _not_in(sentences: Sequence[str]):
+    """A `filter` predicate of `(source, target)`: the stripped source is not in
+    `sentences`."""
+    keys = tf.constant(sorted({sentence.strip() for sentence in sentences}), tf.string)
+    table = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(keys, tf.ones_like(keys, tf.int32)), default_value=0
+    )
+
+    def keep(source, target):
+        del target
+        return tf.equal(table.lookup(tf.strings.strip(source)), 0)
+
+    return keep
 
 
 def stream_error(error: tf.errors.InvalidArgumentError) -> str | None:

@@ -1,8 +1,9 @@
-"""The settings of a training run (`TrainConfig`) and each corpus's defaults.
+"""The settings of a training run (`TrainConfig`).
 
 `config.json` in a run folder is a `TrainConfig` as a dict; `tools/train.py` builds one from
 its command line, `keras_attention.runs.folder` compares it with a folder's, and
-`keras_attention.runs.train` trains it.
+`keras_attention.runs.train` trains it. The settings left unset come from the recipe that
+the corpus's size picks (`keras_attention.runs.recipes`).
 """
 
 import dataclasses
@@ -10,76 +11,16 @@ import math
 
 from keras_attention.core.checks import check_int_at_least, check_positive_int
 from keras_attention.models.presets import PRESETS
+from keras_attention.runs.recipes import (
+    LEGACY_RECIPES,
+    RECIPE_NAMES,
+    CorpusStats,
+    choose_recipe,
+    follow_schedule,
+    recipe_settings,
+)
 
 MIXED_PRECISION_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
-# Settings that suit each corpus, used for every `TrainConfig` field left at `None`. The
-# generated corpus's reach >= 95% held-out token accuracy in about 5 minutes on 2 CPU cores
-# (measured: 98% after 5 epochs of 37-52 s); Multi30k's follow the paper and fairseq's
-# transformer_tiny recipe for it.
-DATASET_DEFAULTS = {
-    "generated": dict(
-        vocabulary_size=400,
-        epochs=5,
-        max_tokens=2048,
-        warmup_steps=400,
-        learning_rate_scale=1.0,
-        cooldown_epochs=0,
-        mixed_precision="float32",
-        lowercase=False,
-        subword_sampling=0.0,
-        validation_bleu_every=1,
-        validation_bleu_sentences=300,
-        average=[3],
-        beam_size=4,
-        alpha=0.6,
-        model_overrides={"num_encoder_layers": 3, "num_decoder_layers": 3, "dropout": 0.1},
-    ),
-    "multi30k": dict(
-        vocabulary_size=4000,
-        # bfloat16 with 48 epochs, the last 16 a linear cool-down: ahead of float32 with 41
-        # epochs on validation, in about the same time (README, runs L1, LD0 and LB1).
-        epochs=48,
-        # Half the batch, twice the updates (the paper's schedule then peaks 1/sqrt(2) lower):
-        # +0.94 Moses-tokenized validation BLEU over 4,096 tokens and 2,000 warm-up steps
-        # (README, run B1 against LB0).
-        max_tokens=2048,
-        warmup_steps=4000,
-        learning_rate_scale=2.5,
-        cooldown_epochs=16,
-        mixed_precision="mixed_bfloat16",
-        # Lowercased training with a recaser: +1.2 validation BLEU (README, run L1).
-        lowercase=True,
-        subword_sampling=0.0,
-        validation_bleu_every=4,
-        validation_bleu_sentences=500,
-        average=[10],
-        beam_size=5,
-        # Chosen on validation for lowercased models (README: 1.0 was chosen on cased ones).
-        alpha=1.5,
-        # Pre-LN: post-LN stalls at this peak learning rate (4.9e-3); see README.
-        model_overrides={"norm_first": True},
-    ),
-    # Text shards too large for memory, streamed (`data_dir`: `train.*.en[.gz]` and their
-    # `.de` twins, `val.en`/`val.de`, `test.en`/`test.de`); the paper's base settings,
-    # trained by steps (`train_steps`, `save_every_steps`).
-    "shards": dict(
-        vocabulary_size=8000,
-        epochs=1,
-        max_tokens=4096,
-        warmup_steps=4000,
-        learning_rate_scale=1.0,
-        cooldown_epochs=0,
-        mixed_precision="float32",
-        lowercase=False,
-        subword_sampling=0.0,
-        validation_bleu_every=1,
-        validation_bleu_sentences=500,
-        average=[5],
-        beam_size=4,
-        alpha=0.6,
-        model_overrides={},
-    ),
-}
 
 
 @dataclasses.dataclass
@@ -88,12 +29,26 @@ class TrainConfig:
 
     Attributes:
         output_dir: the run's folder (config, tokenizer, backups, checkpoints, logs, model).
-        dataset: `"generated"` or `"multi30k"`.
-        data_dir: folder of the Multi30k files (downloaded when `None`).
+        dataset: a corpus known by name, `"generated"`, `"multi30k"` or `"shards"`
+            (`keras_attention.data.datasets`); `None`: the files of `train`, or
+            `"generated"` without them.
+        data_dir: the named corpus's folder (Multi30k's is downloaded when `None`).
+        train: the training files, `[[source, target], ...]`, each a path or a glob
+            (plain text or gzip); several pairs, or globs, for a sharded corpus.
+        valid: the validation files, `[source, target]`; `None`: held out of `train`
+            (`keras_attention.data.held_out`) and written into the run's `data/` folder.
+        test: the test files, as `valid`.
+        source_lang: the source language (`None`: the source files' suffix, if it is a
+            language code); recorded in `config.json`, `tokenizer.json` and the export.
+        target_lang: the target language, as `source_lang`.
+        recipe: the recipe of the settings left unset (`keras_attention.runs.recipes`);
+            `None`: the one the corpus's size picks.
+        stream: stream the training files instead of reading them into memory (`None`:
+            when they are larger than `STREAM_BYTES`, or for `"shards"`).
         train_pairs: use only the first `train_pairs` training pairs (`None`: all).
-        preset: model size (`"tiny"`, `"small"`, `"base"`, `"big"`).
+        preset: model size (`"tiny"`, `"small"`, `"base"`, `"big"`; default: the recipe's).
         model_overrides: constructor arguments that replace the preset's (merged over the
-            dataset's).
+            recipe's).
         vocabulary_size: SentencePiece vocabulary size.
         epochs: passes over the training split.
         max_tokens: padded tokens per batch.
@@ -109,16 +64,16 @@ class TrainConfig:
             dominate and XLA measured no faster here, while it compiles each batch shape for
             15-30 s (see `tools/benchmark.py train`).
         mixed_precision: the dtype policy of training, `"float32"`, `"mixed_float16"` or
-            `"mixed_bfloat16"` (float32 weights either way); `None`: the dataset's default
+            `"mixed_bfloat16"` (float32 weights either way); `None`: the recipe's
             (bfloat16 for Multi30k). The checkpoints and the export hold float32 weights.
         lowercase: train on lowercased sentences, with a recaser learned from the training
             targets giving the translations their capitals back (`Recaser`; the tokenizer
             lowercases, so the export takes and gives cased text as any other); `None`:
-            the dataset's default (on for Multi30k).
+            the recipe's (on for Multi30k).
         subword_sampling: subword regularization (Kudo, 2018): every epoch segments the
             training pairs afresh, sampling each sentence's subwords with this smoothing
             exponent, in (0, 1] (`SubwordTokenizer.sample`); 0 takes the best segmentation
-            (`None`: the dataset's default). Not for a streamed corpus (`"shards"`).
+            (`None`: the recipe's). Not for a streamed corpus (`"shards"`).
         seed: seed of the corpus, the shuffling, the subword sampling and the initial weights.
         connect_timeout: seconds the workers of a multi-worker `TF_CONFIG` cluster wait for
             each other to join before failing.
@@ -144,15 +99,21 @@ class TrainConfig:
             weighted by its share of the update's target tokens: `token_weighted_updates`);
             `warmup_steps` and the cool-down count updates, `backup_every_steps` batches.
 
-    The fields that default to `None` take the dataset's value from `DATASET_DEFAULTS`
-    (`resolved()`).
+    The fields that default to `None` take the recipe's value (`resolved()`).
     """
 
     output_dir: str = "runs/translator"
-    dataset: str = "generated"
+    dataset: str | None = None
     data_dir: str | None = None
+    train: list[list[str]] | None = None
+    valid: list[str] | None = None
+    test: list[str] | None = None
+    source_lang: str | None = None
+    target_lang: str | None = None
+    recipe: str | None = None
+    stream: bool | None = None
     train_pairs: int | None = None
-    preset: str = "tiny"
+    preset: str | None = None
     model_overrides: dict | None = None
     vocabulary_size: int | None = None
     epochs: int | None = None
@@ -180,27 +141,54 @@ class TrainConfig:
     save_every_steps: int | None = None
     keep_checkpoints: int | None = None
 
-    def resolved(self) -> "TrainConfig":
-        """A copy with every `None` field that has a dataset default filled in."""
-        if self.dataset not in DATASET_DEFAULTS:
+    def resolved(self, stats: CorpusStats | None = None) -> "TrainConfig":
+        """A copy with every `None` setting filled in from the recipe: `recipe` if set,
+        else the one `choose_recipe` picks for `stats`, else (no corpus measured) the
+        recipe a named dataset had before the rule (`LEGACY_RECIPES`). Given settings win;
+        the ones that follow the schedule's length follow a given one (`follow_schedule`).
+
+        Raises:
+            ValueError: for an unknown recipe or dataset.
+        """
+        dataset = self.dataset
+        if dataset is None and self.train is None:
+            dataset = "generated"
+        if dataset is not None and dataset not in LEGACY_RECIPES:
             raise ValueError(
-                f"dataset must be one of {sorted(DATASET_DEFAULTS)}; got dataset={self.dataset!r}"
+                f"dataset must be one of {sorted(LEGACY_RECIPES)}; got dataset={dataset!r}"
             )
-        defaults = DATASET_DEFAULTS[self.dataset]
-        filled = {name: value for name, value in defaults.items() if getattr(self, name) is None}
-        # Model overrides merge: the user's win over the dataset's.
-        filled["model_overrides"] = {**defaults["model_overrides"], **(self.model_overrides or {})}
+        recipe = self.recipe
+        if recipe is None:
+            recipe = choose_recipe(stats) if stats is not None else LEGACY_RECIPES[dataset]
+        settings = recipe_settings(recipe, stats)
+        given = {
+            name: getattr(self, name)
+            for name in (*settings, "train_steps", "save_every_steps")
+            if getattr(self, name) is not None and name != "model_overrides"
+        }
         if self.train_steps is not None:
-            every = self.save_every_steps or self.train_steps
+            given.pop("epochs", None)  # derived from the steps below
+        filled = follow_schedule(settings, given)
+        # Model overrides merge: the user's win over the recipe's.
+        filled["model_overrides"] = {**settings["model_overrides"], **(self.model_overrides or {})}
+        stream = self.stream
+        if stream is None:
+            stream = stats.streamed if stats is not None else dataset == "shards"
+        train_steps = filled.get("train_steps")
+        if train_steps is not None:
+            every = filled.get("save_every_steps") or train_steps
             filled["save_every_steps"] = every
-            if isinstance(self.train_steps, int) and isinstance(every, int) and every > 0:
-                filled["epochs"] = self.train_steps // every  # rounds
-        return dataclasses.replace(self, **filled)
+            if isinstance(train_steps, int) and isinstance(every, int) and every > 0:
+                filled["epochs"] = train_steps // every  # rounds
+        return dataclasses.replace(self, dataset=dataset, recipe=recipe, stream=stream, **filled)
 
     def _validate_steps(self) -> None:
         if self.train_steps is None:
-            if self.dataset == "shards":
-                raise ValueError("dataset='shards' is streamed: it needs train_steps")
+            if self.stream:
+                raise ValueError(
+                    "the training corpus is streamed (stream=True): it trains by steps, "
+                    "give train_steps"
+                )
             if self.save_every_steps is not None:
                 raise ValueError("save_every_steps needs train_steps")
             return
@@ -225,10 +213,36 @@ class TrainConfig:
                 f"subword_sampling must be a number in [0, 1] (0: off); got "
                 f"subword_sampling={value!r}"
             )
-        if value and self.dataset == "shards":
+        if value and self.stream:
             raise ValueError(
-                "subword_sampling needs a corpus in memory; dataset='shards' is streamed "
+                "subword_sampling needs a corpus in memory; the training corpus is streamed "
                 f"(got subword_sampling={value!r})"
+            )
+
+    def _validate_corpus(self) -> None:
+        if self.recipe not in RECIPE_NAMES:
+            raise ValueError(
+                f"recipe must be one of {list(RECIPE_NAMES)}; got recipe={self.recipe!r}"
+            )
+        if not isinstance(self.stream, bool):
+            raise ValueError(f"stream must be true or false; got stream={self.stream!r}")
+        for name in ("source_lang", "target_lang"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ValueError(f"{name} must be a language code or null; got {name}={value!r}")
+        pairs = [("train", pair) for pair in self.train or []] + [
+            (name, getattr(self, name)) for name in ("valid", "test") if getattr(self, name)
+        ]
+        if self.train is not None and not isinstance(self.train, list):
+            pairs = [("train", self.train)]
+        for name, pair in pairs:
+            if not (isinstance(pair, list) and len(pair) == 2) or not all(
+                isinstance(path, str) and path for path in pair
+            ):
+                raise ValueError(f"{name} must be [source, target] files; got {name}={pair!r}")
+        if self.train is not None and self.dataset is not None:
+            raise ValueError(
+                f"train files and dataset={self.dataset!r} exclude each other: give one corpus"
             )
 
     def validate(self) -> None:
@@ -267,6 +281,7 @@ class TrainConfig:
             raise ValueError(
                 f"average must be a list of integers >= 2; got average={self.average!r}"
             )
+        self._validate_corpus()
         if self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {sorted(PRESETS)}; got preset={self.preset!r}")
         # More than the 4 special tokens.

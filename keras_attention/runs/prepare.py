@@ -15,13 +15,11 @@ from keras_attention.core.atomic_files import (
     write_json_atomically,
 )
 from keras_attention.data.accumulation import token_weighted_updates
-from keras_attention.data.datasets import load_corpus
 from keras_attention.data.pipeline import encode_pairs, make_batches
 from keras_attention.data.streaming import (
     parallel_text,
     shards_by_file,
     stream_batches,
-    train_shards,
 )
 from keras_attention.data.subword_sampling import count_sampled_batches, sampled_batches
 from keras_attention.data.tokenizer import SubwordTokenizer, recaser_path
@@ -30,6 +28,13 @@ from keras_attention.distribute.cluster import barrier, is_chief, read_tf_config
 from keras_attention.models import Transformer
 from keras_attention.models.presets import preset_config
 from keras_attention.runs.config import TrainConfig
+from keras_attention.runs.corpus import (
+    RunCorpus,
+    corpus_spec,
+    load_run_corpus,
+    write_held_out,
+)
+from keras_attention.runs.settings_report import settings_lines
 from keras_attention.runs.folder import (
     inspect_run_folder,
     remove_run_files,
@@ -56,21 +61,22 @@ def _check_model_overrides(config: "TrainConfig") -> None:
 TOKENIZER_SAMPLE = 100_000  # pairs of a streamed corpus that the tokenizer learns from
 
 
-def _tokenizer_texts(config: "TrainConfig", corpus: dict) -> tuple[list[str], list[str]]:
+def _tokenizer_texts(run_corpus: RunCorpus) -> tuple[list[str], list[str]]:
     """The sources and targets the run's tokenizer learns from: the training split, or the
     first `TOKENIZER_SAMPLE` pairs of a streamed corpus's shards (read interleaved: a sample
     of several shards, in a time that does not grow with the corpus)."""
-    if config.dataset != "shards":
-        return corpus["train"]
-    sample = parallel_text(*train_shards(config.data_dir)).take(TOKENIZER_SAMPLE)
+    files = run_corpus.train_files
+    if files is None:
+        return run_corpus.corpus["train"]
+    sample = parallel_text(files.sources, files.targets).take(TOKENIZER_SAMPLE)
     pairs = [[text.decode("utf-8") for text in pair] for pair in sample.as_numpy_iterator()]
     return [source for source, _ in pairs], [target for _, target in pairs]
 
 
-def _train_tokenizer(config: "TrainConfig", corpus: dict) -> SubwordTokenizer:
+def _train_tokenizer(config: "TrainConfig", run_corpus: RunCorpus) -> SubwordTokenizer:
     """The run's new tokenizer; a lowercasing one, with a recaser learned from the training
     targets, if `config.lowercase`."""
-    sources, targets = _tokenizer_texts(config, corpus)
+    sources, targets = _tokenizer_texts(run_corpus)
     return SubwordTokenizer.train(
         sources + targets,
         config.vocabulary_size,
@@ -92,6 +98,18 @@ def _load_tokenizer(config: "TrainConfig", path: Path) -> SubwordTokenizer:
             f"{'is there' if tokenizer.lowercase else 'is missing'})"
         )
     return tokenizer
+
+
+def tokenizer_metadata(config: "TrainConfig") -> dict:
+    """What `tokenizer.json` records beside `tokenizer.model`: the languages and how the
+    tokenizer treats case."""
+    return {
+        "source_language": config.source_lang,
+        "target_language": config.target_lang,
+        "vocabulary_size": config.vocabulary_size,
+        "lowercase": config.lowercase,
+        "model_type": "unigram",
+    }
 
 
 def _epoch_seed(seed: int, epoch: int) -> int:
@@ -174,13 +192,14 @@ def _in_memory_epochs(
 
 def _run_data(
     config: "TrainConfig",
-    corpus: dict,
+    run_corpus: RunCorpus,
     tokenizer: SubwordTokenizer,
     replicas: int,
     worker: tuple[int, int] = (1, 0),
 ) -> RunData:
     """Encodes and batches the corpus; raises `ValueError` if no training pair fits."""
-    streamed = config.dataset == "shards"
+    corpus = run_corpus.corpus
+    streamed = run_corpus.train_files is not None
     encoded = {}
     for split, (sources, targets) in corpus.items():
         if split == "train" and streamed:
@@ -207,7 +226,8 @@ def _run_data(
 
     by_file_workers = 1  # the workers reading their own shards; each batch makes this many steps
     if streamed:
-        shards = train_shards(config.data_dir)
+        shards = (run_corpus.train_files.sources, run_corpus.train_files.targets)
+        excluded = run_corpus.excluded_sources
         by_file_workers = _file_sharding(config, len(shards[0]), worker[0])
 
         def epoch_batches(number: int):
@@ -220,6 +240,7 @@ def _run_data(
                 seed=_epoch_seed(config.seed, number),
                 workers=by_file_workers,
                 worker=worker[1] if by_file_workers > 1 else 0,
+                exclude_sources=excluded,
             )
 
         rounds = stream_rounds(epoch_batches, config.save_every_steps // by_file_workers)
@@ -265,6 +286,8 @@ class PreparedRun:
         write_dir: the folder this process writes (`output_dir` on the chief).
         is_chief: whether this process writes `output_dir`.
         data: the corpus, tokenizer and batches.
+        settings: the corpus and the chosen settings, one short line each
+            (`settings_lines`).
     """
 
     config: TrainConfig
@@ -273,6 +296,7 @@ class PreparedRun:
     write_dir: Path
     is_chief: bool
     data: RunData
+    settings: list[str] = dataclasses.field(default_factory=list)
 
 
 def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
@@ -295,16 +319,22 @@ def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
         ValueError: naming the setting, file or folder at fault.
         OSError: a corpus file cannot be read.
     """
-    config = config.resolved()
-    config.validate()
-    # First, because a multi-worker strategy must exist before TensorFlow runs any op.
+    given = config
+    spec = corpus_spec(config)  # files named but missing fail here, before TensorFlow runs
+    # Before TensorFlow runs any op: a multi-worker strategy must exist first.
     strategy = get_strategy(config.devices, config.connect_timeout)
+    run_corpus = load_run_corpus(config, spec)
+    config = dataclasses.replace(
+        config.resolved(run_corpus.stats),
+        source_lang=spec.source_lang,
+        target_lang=spec.target_lang,
+    )
+    config.validate()
     _check_model_overrides(config)
     output_dir = Path(config.output_dir)
     chief = is_chief(strategy)
     resuming = inspect_run_folder(output_dir, config, overwrite)
     keras.utils.set_random_seed(config.seed)
-    corpus = load_corpus(config.dataset, config.data_dir, config.seed, config.train_pairs)
     tokenizer_path = output_dir / "tokenizer.model"
     replicas = strategy.num_replicas_in_sync
     cluster = read_tf_config()
@@ -314,23 +344,27 @@ def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
         if resuming and tokenizer_path.is_file():
             tokenizer = _load_tokenizer(config, tokenizer_path)
         else:
-            tokenizer = _train_tokenizer(config, corpus)
-        data = _run_data(config, corpus, tokenizer, replicas, worker)
+            tokenizer = _train_tokenizer(config, run_corpus)
+        data = _run_data(config, run_corpus, tokenizer, replicas, worker)
         # Everything checked: the run's folder is written from here on.
         if overwrite and output_dir.is_dir():
             remove_run_files(output_dir)
         output_dir.mkdir(parents=True, exist_ok=True)
         remove_temporary_files(output_dir)
+        write_held_out(output_dir, run_corpus)
         # A resumed run may have new search settings (`SEARCH_SETTINGS`), kept for the
         # tools that read them (`run_beam_search`).
         write_json_atomically(output_dir / "config.json", dataclasses.asdict(config))
         if not tokenizer_path.is_file():
             tokenizer.save(tokenizer_path)
+        write_json_atomically(output_dir / "tokenizer.json", tokenizer_metadata(config))
     barrier(strategy)  # the other workers read the chief's tokenizer
     if not chief:
-        data = _run_data(config, corpus, _load_tokenizer(config, tokenizer_path), replicas, worker)
+        tokenizer = _load_tokenizer(config, tokenizer_path)
+        data = _run_data(config, run_corpus, tokenizer, replicas, worker)
     write_dir = output_dir
     if not chief:
         write_dir = Path(tempfile.mkdtemp(prefix="keras-attention-worker-"))
         write_json_atomically(write_dir / "config.json", dataclasses.asdict(config))
-    return PreparedRun(config, strategy, output_dir, write_dir, chief, data)
+    lines = settings_lines(given, config, run_corpus)
+    return PreparedRun(config, strategy, output_dir, write_dir, chief, data, lines)

@@ -11,9 +11,9 @@ from keras_attention.core.atomic_files import (
     fault_point,
     write_json_atomically,
 )
-from keras_attention.data.datasets import load_corpus
-from keras_attention.evaluation import Scores, score, translate_all
+from keras_attention.evaluation import Scores, moses_language, score, translate_all
 from keras_attention.export import Translator, export_translator, load_exported
+from keras_attention.runs.corpus import evaluation_splits
 from keras_attention.runs.train import TrainResult
 
 # The validation sentences of the export's warm-up requests.
@@ -65,7 +65,7 @@ def export_and_evaluate(
     record = json.loads(bleu_path.read_text()) if bleu_path.is_file() else {}
     if _already_exported(record, output_dir / "export" / "1", beam_size, alpha):
         export_path = Path(record["exported"])
-        corpus = load_corpus(config.dataset, config.data_dir, config.seed, train_pairs=0)
+        corpus = evaluation_splits(config, output_dir)
         sources = corpus["test"][0]
         examples, _ = translate_all(load_exported(export_path), sources[:num_examples])
         scores = Scores(**record["test"], signatures=record["signatures"])
@@ -74,7 +74,7 @@ def export_and_evaluate(
     translator = Translator(
         result.model, result.tokenizer, beam_size, alpha, max_source_length=config.max_length
     )
-    corpus = load_corpus(config.dataset, config.data_dir, config.seed, train_pairs=0)
+    corpus = evaluation_splits(config, output_dir)
     # Version 1, replaced by a resumed run: a run exports its translator once. Its warm-up
     # requests are validation sentences.
     warmup = [sentence for sentence in corpus["val"][0][:WARMUP_SENTENCES] if sentence.strip()]
@@ -89,7 +89,7 @@ def export_and_evaluate(
     serve = load_exported(export_path)
     sources, references = corpus["test"]
     hypotheses, _ = translate_all(serve, sources)
-    scores = score(hypotheses, references)
+    scores = score(hypotheses, references, moses_language(config.target_lang))
     record.update(
         {
             "exported": str(export_path),

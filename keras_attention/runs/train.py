@@ -19,6 +19,7 @@ from keras_attention.core.atomic_files import (
 )
 from keras_attention.core.cpu_features import BFLOAT16_FLAGS, cpu_has_bfloat16
 from keras_attention.data.tokenizer import SubwordTokenizer
+from keras_attention.evaluation import moses_language
 from keras_attention.models import Transformer
 from keras_attention.runs.config import TrainConfig
 from keras_attention.runs.files import load_run_model
@@ -268,6 +269,7 @@ def _validation_bleu(
         best_path=write_dir / "checkpoints" / "best.weights.h5",
         state_path=write_dir / "validation_bleu.json",
         max_source_length=config.max_length,
+        language=moses_language(config.target_lang),
     )
 
 
@@ -296,6 +298,7 @@ def _select(
         beam_size=config.beam_size,
         alpha=config.alpha,
         max_source_length=config.max_length,
+        language=moses_language(config.target_lang),
     )
     logger.info("final weights: %s (validation %s)", selection.name, selection.validation)
     record = {
