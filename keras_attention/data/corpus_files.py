@@ -18,9 +18,10 @@ from pathlib import Path
 # region or script ("pt_br", "zh-Hans"); the common suffixes that are not languages excluded.
 _LANGUAGE_CODE = re.compile(r"^[a-z]{2,3}([_-][A-Za-z0-9]{2,8})?$")
 NOT_LANGUAGES = frozenset(
-    "txt raw tok bpe spm sp tsv csv xml sgm out src tgt ref hyp dat lst log json gz bz2 xz zip"
-    " tmp bak old new".split()
-)
+    {"txt", "raw", "tok", "bpe", "spm", "sp", "tsv", "csv", "xml", "sgm", "out", "src", "tgt",
+     "ref", "hyp", "dat", "lst", "log", "json", "gz", "bz2", "xz", "zip", "tmp", "bak", "old",
+     "new"}
+)  # fmt: skip
 _GLOB_CHARACTERS = re.compile(r"[*?\[]")
 
 
@@ -131,7 +132,7 @@ def iterate_pairs(files: ParallelFiles) -> Iterator[tuple[str, str]]:
     corpus too large for memory: counting it, sampling it); lines are decoded with
     replacement, since the training stream checks them (`data.streaming`)."""
     for source_path, target_path in zip(files.sources, files.targets, strict=True):
-        for source, target in zip(_open_lines(source_path), _open_lines(target_path)):
+        for source, target in zip(_open_lines(source_path), _open_lines(target_path), strict=False):
             source = source.decode("utf-8", "replace").strip()
             target = target.decode("utf-8", "replace").strip()
             if source and target:

@@ -178,9 +178,7 @@ def load_corpus(
     for split, part in (("train", spec.train), ("val", spec.valid), ("test", spec.test)):
         if part is None:
             raise ValueError(f"dataset={name!r} in {data_dir} has no {split} files")
-        if split == "train" and name == "shards":
-            corpus[split] = ([], [])
-        elif split == "train" and train_pairs == 0:
+        if split == "train" and (name == "shards" or train_pairs == 0):
             corpus[split] = ([], [])
         else:
             corpus[split] = read_files(part) if isinstance(part, ParallelFiles) else part

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from keras_attention.data.corpus_files import ParallelFiles
 from keras_attention.data.pipeline import (
     bucket_batches,
     bucket_plan,
@@ -21,7 +22,6 @@ from keras_attention.data.pipeline import (
     encode_ids,
     for_fit,
 )
-from keras_attention.data.corpus_files import ParallelFiles
 from keras_attention.data.tokenizer import SubwordTokenizer
 
 # A line of a text file never holds a line feed: this marks the end of a shard.

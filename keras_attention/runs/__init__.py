@@ -8,7 +8,8 @@
 - `selection`: choosing the final weights (last, best, averages) on the validation split;
 - `prepare`: settings, corpus, tokenizer, batches and folder checked before any write;
 - `train`: `model.fit`, resumable, then the choice of weights (`train_translator`);
-- `serving_check`: the SavedModel export, reloaded and scored on the test split.
+- `serving_check`: the SavedModel export, reloaded and scored on the test split;
+- `preset_export`: the trained model and tokenizer as a preset folder (keras-hub's layout).
 
 `tools/train.py` is the command-line face of `train_translator` and `export_and_evaluate`.
 
@@ -20,6 +21,7 @@ from keras_attention.core.lazy_names import lazy_names
 __getattr__, __dir__, __all__ = lazy_names(
     __name__,
     config=["TrainConfig"],
+    preset_export=["save_run_as_preset"],
     serving_check=["ServingCheck", "export_and_evaluate"],
     train=["TrainResult", "load_run", "train_translator"],
 )

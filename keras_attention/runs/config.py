@@ -17,6 +17,7 @@ from keras_attention.runs.recipes import (
     CorpusStats,
     choose_recipe,
     follow_schedule,
+    for_this_machine,
     recipe_settings,
 )
 
@@ -160,7 +161,7 @@ class TrainConfig:
         recipe = self.recipe
         if recipe is None:
             recipe = choose_recipe(stats) if stats is not None else LEGACY_RECIPES[dataset]
-        settings = recipe_settings(recipe, stats)
+        settings = for_this_machine(recipe_settings(recipe, stats))
         given = {
             name: getattr(self, name)
             for name in (*settings, "train_steps", "save_every_steps")

@@ -15,8 +15,10 @@ from keras_attention.runs.config import TrainConfig
 
 # The files and folders of a run (`inspect_run_folder`); `--overwrite` removes them.
 RUN_FILES = (
+    "data",
     "tokenizer.model",
     "tokenizer.recaser.tsv",
+    "tokenizer.json",
     "backup",
     "checkpoints",
     "logs",
@@ -34,6 +36,7 @@ ATOMIC_FILES = (
     "config.json",
     "tokenizer.model",
     "tokenizer.recaser.tsv",
+    "tokenizer.json",
     "training_log.csv",
     "validation_bleu.json",
     "bleu.json",
@@ -54,6 +57,17 @@ ABSENT_MEANS = {
     "mixed_precision": "float32",
     "subword_sampling": 0.0,
 }
+# Settings added with the recipes and a user's own files: an older `config.json` without
+# them trained a named dataset's corpus in its own direction, so they are not compared.
+ADDED_WITH_RECIPES = (
+    "train",
+    "valid",
+    "test",
+    "source_lang",
+    "target_lang",
+    "recipe",
+    "stream",
+)
 # Values an older `config.json` holds for what today's library spells otherwise: `null`
 # mixed precision was float32 before float32 became a value of its own.
 LEGACY_VALUES = {"mixed_precision": {None: "float32"}}
@@ -76,7 +90,8 @@ def config_differences(
     missing = object()
     defaults = {**_defaults_of(saved.get("dataset")), **ABSENT_MEANS}
     differences = []
-    for name in sorted((set(saved) | set(current)) - {*NOT_COMPARED, *ignore}):
+    legacy = {name for name in ADDED_WITH_RECIPES if name not in saved}
+    for name in sorted((set(saved) | set(current)) - {*NOT_COMPARED, *ignore, *legacy}):
         old, new = saved.get(name, defaults.get(name, missing)), current.get(name, missing)
         if name in LEGACY_VALUES:
             old = LEGACY_VALUES[name].get(old, old)

@@ -27,20 +27,22 @@ from keras_attention.distribute import get_strategy
 from keras_attention.distribute.cluster import barrier, is_chief, read_tf_config
 from keras_attention.models import Transformer
 from keras_attention.models.presets import preset_config
-from keras_attention.runs.config import TrainConfig
+from keras_attention.runs.config import MIXED_PRECISION_POLICIES, TrainConfig
 from keras_attention.runs.corpus import (
     RunCorpus,
     corpus_spec,
     load_run_corpus,
     write_held_out,
 )
-from keras_attention.runs.settings_report import settings_lines
 from keras_attention.runs.folder import (
+    SEARCH_SETTINGS,
+    config_differences,
     inspect_run_folder,
     remove_run_files,
     remove_temporary_files,
 )
 from keras_attention.runs.rounds import in_memory_rounds, stream_rounds
+from keras_attention.runs.settings_report import settings_lines
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +100,20 @@ def _load_tokenizer(config: "TrainConfig", path: Path) -> SubwordTokenizer:
             f"{'is there' if tokenizer.lowercase else 'is missing'})"
         )
     return tokenizer
+
+
+def _keep_started_precision(config: TrainConfig, output_dir: Path) -> TrainConfig:
+    """`config` with the precision of the run that `output_dir` holds, if it is this run
+    started on a machine where the recipe's precision was another (`for_this_machine`)."""
+    try:
+        saved = json.loads((output_dir / "config.json").read_text())
+        precision = saved["mixed_precision"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return config
+    if precision == config.mixed_precision or precision not in MIXED_PRECISION_POLICIES:
+        return config
+    started = dataclasses.replace(config, mixed_precision=precision)
+    return started if not config_differences(saved, started, SEARCH_SETTINGS) else config
 
 
 def tokenizer_metadata(config: "TrainConfig") -> dict:
@@ -329,9 +345,11 @@ def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
         source_lang=spec.source_lang,
         target_lang=spec.target_lang,
     )
+    output_dir = Path(config.output_dir)
+    if given.mixed_precision is None:
+        config = _keep_started_precision(config, output_dir)
     config.validate()
     _check_model_overrides(config)
-    output_dir = Path(config.output_dir)
     chief = is_chief(strategy)
     resuming = inspect_run_folder(output_dir, config, overwrite)
     keras.utils.set_random_seed(config.seed)

@@ -1,11 +1,19 @@
 """Training recipes, and the rule that picks one from the size of a corpus (not its name).
 
-| recipe | corpus | preset | vocabulary | batch | schedule | precision, case |
-|---|---|---|---|---|---|---|
-| `closed-vocabulary` | fewer than 5,000 distinct words | tiny, 3+3 layers, dropout 0.1 | words / 4, 100 to 400 | 2,048 tokens | 100,000 / pairs epochs, 5 to 100; warm-up 400 | float32, cased |
-| `small` | 5,000+ words, under 300,000 pairs (Multi30k: 29,000) | tiny, pre-LN | words / 4, up to 4,000 | 2,048 tokens | 48 epochs, last 16 a cool-down; warm-up 4,000, peak x2.5 | bfloat16, lowercased + recaser |
-| `medium` | 300,000 to 3,000,000 pairs | small, pre-LN | 8,000 | 4,096 tokens | 20 epochs, last 5 a cool-down; warm-up 4,000 | bfloat16, cased |
-| `large` | 3,000,000 pairs or more, streamed | base (the paper's) | 32,000 | 4,096 tokens | 100,000 steps in rounds of 2,000; warm-up 4,000 | float32, cased |
+- `closed-vocabulary`: fewer than 5,000 distinct words. The tiny preset with 3+3 layers and
+  dropout 0.1; vocabulary words / 4 (100 to 400); batches of 2,048 tokens; 100,000 / pairs
+  epochs (5 to 100), warm-up 400; float32, cased.
+- `small`: 5,000 words or more, under 300,000 pairs (Multi30k: 29,000). The tiny preset,
+  pre-LN; vocabulary words / 4 (at most 4,000); 2,048 tokens; 48 epochs, the last 16 a
+  cool-down; warm-up 4,000, peak x2.5; bfloat16*; lowercased, with a recaser.
+- `medium`: 300,000 to 3,000,000 pairs. The small preset, pre-LN; vocabulary 8,000; 4,096
+  tokens; 20 epochs, the last 5 a cool-down; warm-up 4,000; bfloat16*; cased.
+- `large`: 3,000,000 pairs or more, or streamed. The paper's base; vocabulary 32,000; 4,096
+  tokens; 100,000 steps in rounds of 2,000; warm-up 4,000; float32; cased.
+
+*bfloat16 where it is fast: with a GPU, or a CPU with bfloat16 instructions (AVX512-BF16,
+AMX); float32 elsewhere (`for_this_machine`). A resumed run keeps the precision it started
+with.
 
 "Words" are the distinct lowercased, whitespace-separated words of both sides of the
 training pairs (of the tokenizer's sample, for a streamed corpus). `small` is the recipe
@@ -169,6 +177,28 @@ def recipe_settings(name: str, stats: CorpusStats | None = None) -> dict:
         settings["vocabulary_size"] = min(settings["vocabulary_size"], words_vocabulary)
     if name == "closed-vocabulary" and stats.pairs:
         settings["epochs"] = min(100, max(5, math.ceil(100_000 / stats.pairs)))
+    return settings
+
+
+def bfloat16_is_fast() -> bool:
+    """Whether bfloat16 trains fast here: a GPU is visible (when TensorFlow is loaded), or
+    the CPU has bfloat16 instructions, or it cannot tell. Where it is slow, a recipe's
+    `mixed_bfloat16` becomes `float32` (measured on a CPU without them, Multi30k's first
+    epochs took about 3 times as long in bfloat16)."""
+    import sys
+
+    from keras_attention.core.cpu_features import cpu_has_bfloat16
+
+    tensorflow = sys.modules.get("tensorflow")
+    if tensorflow is not None and tensorflow.config.list_physical_devices("GPU"):
+        return True
+    return cpu_has_bfloat16() is not False
+
+
+def for_this_machine(settings: dict) -> dict:
+    """`settings` with bfloat16 replaced by float32 where it is slow (`bfloat16_is_fast`)."""
+    if settings.get("mixed_precision") == "mixed_bfloat16" and not bfloat16_is_fast():
+        return {**settings, "mixed_precision": "float32"}
     return settings
 
 
