@@ -216,3 +216,28 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
         "--alpha", type=non_negative_float, default=None,
         help="with --run-dir: length penalty (default: the run's, else 0.6)",
     )  # fmt: skip
+
+
+def resolve_model_argument(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Turns `--model PATH` into the option its folder stands for.
+
+    `--model` takes a run folder, a preset folder or an exported version folder, told apart
+    by their files (`keras_attention.models.preset_sources.folder_kind`): it sets
+    `args.run_dir`, `args.preset_dir` or `args.saved_model` to PATH (`args.preset_dir` is
+    `None` otherwise). Call it once `parse_args` has returned (it reads `config.json`).
+
+    Args:
+        parser: the tool's parser, whose `error` reports a PATH that is none of the three.
+        args: the parsed arguments, with `model` (`None` when not given).
+    """
+    args.preset_dir = None
+    if getattr(args, "model", None) is None:
+        return
+    from keras_attention.models.preset_sources import PRESET, RUN, SAVED_MODEL, folder_kind
+
+    try:
+        kind = folder_kind(args.model)
+    except (OSError, ValueError) as error:
+        parser.error(f"--model: {error}")
+    destination = {RUN: "run_dir", PRESET: "preset_dir", SAVED_MODEL: "saved_model"}[kind]
+    setattr(args, destination, args.model)

@@ -32,7 +32,10 @@ from keras_attention.core.checks import check_int_at_least
 from keras_attention.core.special_tokens import EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.decoding import DEFAULT_EXTRA_LENGTH, beam_search, greedy_search
+from keras_attention.models import preset_sources
 from keras_attention.models.dtype_copy import copy_with_dtype
+from keras_attention.models.preset_folder import save_to_preset
+from keras_attention.models.transformer import Transformer
 from keras_attention.warmup_requests import (
     DEFAULT_WARMUP_SENTENCES,
     check_warmup_sentences,
@@ -46,6 +49,14 @@ GREEDY_SIGNATURE_KEY = "greedy"
 DEFAULT_CHUNK_SIZE = 64
 SENTENCES_SPEC = tf.TensorSpec([None], tf.string, name="sentences")
 SENTENCES_RANK_ERROR = "sentences must be a vector (rank 1) of strings; got rank"
+# Strings in and out need the tokenizer (tensorflow-text) and the search in one TF graph.
+BACKEND_ERROR = (
+    "Translator needs the TensorFlow backend: its tokenizer and search run in a TensorFlow "
+    "graph (strings in, strings out), and this process runs Keras on {backend!r}. Set "
+    "KERAS_BACKEND=tensorflow before Keras is imported, or decode token ids on any backend "
+    "with keras_attention.decoding.beam_search(model, source_ids, beam_size=..., alpha=...) "
+    "(model = Transformer.from_preset(path); its source_ids end with EOS, padded with 0)."
+)
 # A staging folder of `export_translator`: `tempfile.mkdtemp(prefix=f".{version}-")`, which
 # adds 8 characters of `tempfile`'s alphabet; its lock file is held while the export runs.
 STAGING_NAME = re.compile(r"\.(\d+)-[a-z0-9_]{8}")
@@ -53,6 +64,18 @@ STAGING_LOCK = "export.lock"
 # A staging folder without its lock file is either being created (for microseconds) or was
 # left by an export killed before locks existed; it is removed only once this old.
 UNLOCKED_STAGING_MAX_AGE_S = 3600
+
+
+def check_tensorflow_backend() -> None:
+    """Raises unless Keras runs on TensorFlow, which `Translator` needs (`BACKEND_ERROR`).
+
+    Raises:
+        RuntimeError: under `KERAS_BACKEND=jax` or `torch`, naming the TensorFlow backend and
+            `keras_attention.decoding.beam_search`, which decodes ids on every backend.
+    """
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        raise RuntimeError(BACKEND_ERROR.format(backend=backend))
 
 
 def check_sentences(sentences):
@@ -111,11 +134,15 @@ class Translator(tf.Module):
             unchunked); `None` decodes a batch at once.
 
     Raises:
+        RuntimeError: unless Keras runs on TensorFlow (`check_tensorflow_backend`): on JAX or
+            PyTorch, decode ids with `keras_attention.decoding.beam_search` instead.
         ValueError: naming the argument, if `beam_size` < 1, `max_source_length` < 2,
             `extra_length` < 0 or `chunk_size` < 1, or one of them is not an integer.
 
     Example:
 
+    >>> translator = Translator.from_preset("runs/translator")
+    >>> translator.translate(["A man rides a bike."])["translations"]
     >>> translator = Translator(model, tokenizer, beam_size=4)
     >>> translator.translate(tf.constant(["A man rides a bike."]))["translations"]
     """
@@ -130,6 +157,7 @@ class Translator(tf.Module):
         extra_length: int = DEFAULT_EXTRA_LENGTH,
         chunk_size: int | None = DEFAULT_CHUNK_SIZE,
     ):
+        check_tensorflow_backend()
         super().__init__(name="translator")
         check_int_at_least("beam_size", beam_size, 1)
         check_int_at_least("max_source_length", max_source_length, 2)
@@ -143,6 +171,83 @@ class Translator(tf.Module):
         self.max_source_length = max_source_length
         self.extra_length = extra_length
         self.chunk_size = chunk_size
+
+    @classmethod
+    def from_preset(
+        cls,
+        preset: str | os.PathLike,
+        beam_size: int | None = None,
+        alpha: float | None = None,
+        **kwargs,
+    ) -> "Translator":
+        """The translator of a run folder or a preset folder: its model and tokenizer.
+
+        Args:
+            preset: a run folder written by `tools/train.py` (its `model.keras`, else its
+                last epoch checkpoint) or a preset folder written by `save_to_preset`.
+            beam_size: beam width; default: the run's (`config.json`) or the preset's
+                (`metadata.json`), else 4.
+            alpha: length-penalty exponent; default: the run's or the preset's, else 0.6.
+            **kwargs: the other arguments of `Translator` (`max_source_length`,
+                `extra_length`, `chunk_size`).
+
+        Returns:
+            The `Translator`.
+
+        Raises:
+            RuntimeError: unless Keras runs on TensorFlow (checked before anything loads).
+            ValueError: for a size name (an untrained model has no tokenizer), naming
+                `preset` if it is no existing path or a folder that is neither a run's nor a
+                preset's, or naming a corrupt file.
+            FileNotFoundError: naming the file the folder lacks.
+
+        Example:
+
+        >>> translator = Translator.from_preset("runs/translator")
+        >>> translator.translate_texts(["A man rides a bike."])
+        """
+        check_tensorflow_backend()
+        preset_beam_size, preset_alpha = preset_sources.beam_search_settings(preset)
+        tokenizer = preset_sources.load_tokenizer(preset)
+        model = Transformer.from_preset(preset)
+        return cls(
+            model,
+            tokenizer,
+            preset_beam_size if beam_size is None else beam_size,
+            preset_alpha if alpha is None else alpha,
+            **kwargs,
+        )
+
+    def save_to_preset(
+        self,
+        preset_dir: str | os.PathLike,
+        source_language: str | None = None,
+        target_language: str | None = None,
+    ) -> Path:
+        """Writes the model, the tokenizer and the search settings as a preset folder in
+        keras-hub's layout, which `Translator.from_preset` and `Transformer.from_preset`
+        load (see `keras_attention.models.preset_folder.save_to_preset`).
+
+        Args:
+            preset_dir: the folder to create (it must not exist, or be empty).
+            source_language: the source language code, if known, for `metadata.json`.
+            target_language: the target language code, if known.
+
+        Returns:
+            The path of the preset folder.
+
+        Raises:
+            FileExistsError: if `preset_dir` exists and is not an empty folder.
+        """
+        return save_to_preset(
+            self.model,
+            preset_dir,
+            self.tokenizer,
+            beam_size=self.beam_size,
+            alpha=self.alpha,
+            source_language=source_language,
+            target_language=target_language,
+        )
 
     def with_model(self, model) -> "Translator":
         """The same translator (search, lengths, chunks) over another model."""
@@ -192,6 +297,22 @@ class Translator(tf.Module):
             ValueError: if `sentences` is not a vector, giving its rank.
         """
         return self._translate(check_sentences(sentences))
+
+    def translate_texts(self, sentences: Sequence[str]) -> list[str]:
+        """Translates a list of sentences: `translate`, as Python strings.
+
+        Args:
+            sentences: the sentences (`str`).
+
+        Returns:
+            One translation (`str`) per sentence, in order.
+
+        Example:
+
+        >>> Translator.from_preset("runs/translator").translate_texts(["A man rides a bike."])
+        """
+        translations = self.translate(list(sentences))["translations"].numpy()
+        return [text.decode("utf-8") for text in translations]
 
     # Without AutoGraph, as `ExportArchive` traces its endpoints: the searches are built from
     # explicit loops (`keras.ops.while_loop`), so converting their Python source only costs

@@ -4,10 +4,13 @@ python tools/evaluate.py --run-dir runs/translator                   # the gener
 python tools/evaluate.py --run-dir runs/translator --checkpoint epoch_012.weights.h5  # mid-run
 python tools/evaluate.py --run-dir runs/m30k --dataset multi30k --data-dir data/multi30k
 python tools/evaluate.py --saved-model runs/translator/export/1
+python tools/evaluate.py --model presets/en-de     # a run, preset or exported version folder
 
-With --run-dir, the dataset, its folder and its seed default to those of the run (config.json),
-so that a run is scored on its own held-out split, and so do the beam width and the length
-penalty (4 and 0.6 for runs whose config.json predates them). A run still training has no
+--model takes a run folder, a preset folder (tools/export.py --preset-dir) or an exported
+version folder, told apart by their files. With a run, the dataset, its folder and its seed
+default to those of the run (config.json), so that a run is scored on its own held-out split,
+and so do the beam width and the length penalty (4 and 0.6 for runs whose config.json
+predates them; a preset folder's come from its metadata.json). A run still training has no
 model.keras yet: without --model-file or --checkpoint the last epoch checkpoint is scored
 instead. The first line printed names the model scored. --hypotheses is checked before any
 work; errors are one line, `error: ...`, naming the argument or file, with exit status 2.
@@ -44,7 +47,8 @@ def run_settings(run_dir: str | None) -> dict:
 
 
 def load_scored_model(args: argparse.Namespace):
-    """The translate function of `--saved-model` or of the run's model, and that model's path.
+    """The translate function of `--saved-model`, of a preset folder or of the run's model,
+    and that model's path.
 
     The run's model file is located once and then loaded by its path, so that the path
     printed is the one scored even if the run writes a new checkpoint meanwhile. Beam width
@@ -59,6 +63,12 @@ def load_scored_model(args: argparse.Namespace):
 
     if args.saved_model is not None:
         return load_translate_function(saved_model=args.saved_model), args.saved_model
+    preset_dir = getattr(args, "preset_dir", None)  # set from --model by parse_args
+    if preset_dir is not None:
+        translate = load_translate_function(
+            model=preset_dir, beam_size=args.beam_size, alpha=args.alpha
+        )
+        return translate, preset_dir
     path = locate_run_model(args.run_dir, args.model_file, args.checkpoint)
     pinned = {"checkpoint" if is_weights_file(path) else "model_file": path.absolute()}
     translate = load_translate_function(
@@ -75,6 +85,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         add_search_arguments,
         check_output_file,
         int_at_least,
+        resolve_model_argument,
         user_errors,
     )
 
@@ -82,6 +93,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-dir", help="a folder written by tools/train.py")
     source.add_argument("--saved-model", help="an exported version folder (export/1)")
+    source.add_argument("--model", help="a run folder, a preset folder or an exported version")
     model = parser.add_mutually_exclusive_group()
     model.add_argument(
         "--model-file", default=None, help="with --run-dir: e.g. averaged.keras (default: "
@@ -100,9 +112,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int_at_least(1), default=64, help="sentences per call")
     parser.add_argument("--hypotheses", default=None, help="write the translations here")
     args = parser.parse_args(argv)
+    resolve_model_argument(parser, args)
     given = ["--" + name.replace("_", "-") for name in RUN_ONLY if getattr(args, name) is not None]
     if args.saved_model is not None and given:
         parser.error(f"{', '.join(given)}: only with --run-dir (a SavedModel has its own)")
+    given = [name for name in given if name in ("--model-file", "--checkpoint")]
+    if args.preset_dir is not None and given:
+        parser.error(f"{', '.join(given)}: only with a run folder; {args.preset_dir} is a preset")
     if args.hypotheses is not None:
         with user_errors():
             check_output_file(args.hypotheses, "--hypotheses")

@@ -1,6 +1,7 @@
 """Export a trained translator as a SavedModel for TensorFlow Serving.
 
     python tools/export.py runs/translator --export-dir runs/translator/export
+    python tools/export.py runs/translator --preset-dir presets/en-de
 
 Writes EXPORT_DIR/<version>/ (next free version unless --version), atomically, with the
 `serving_default` and `greedy` signatures and TF Serving's warm-up requests (the first lines
@@ -9,6 +10,11 @@ default to the run's (config.json; 4 and 0.6 for older runs). A request is decod
 --chunk-size sentences at a time (0: all at once). The export folder and the warm-up file are
 checked before any work; errors are one line, `error: ...`, naming the argument or file (a
 missing or corrupt model, tokenizer or config.json), with exit status 2.
+
+With --preset-dir, writes instead a preset folder in keras-hub's layout (config.json,
+model.weights.h5, metadata.json, assets/tokenizer/), atomically, which
+`Translator.from_preset(PRESET_DIR)` and `tools/translate.py --model PRESET_DIR` load; it must
+not exist yet (or be empty). Its metadata.json keeps the beam width and length penalty.
 """
 
 import argparse
@@ -41,6 +47,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("run_dir", help="a folder written by tools/train.py")
     parser.add_argument("--model-file", default="model.keras", help="e.g. averaged.keras")
     parser.add_argument("--export-dir", default=None, help="default: RUN_DIR/export")
+    parser.add_argument(
+        "--preset-dir", default=None, help="write a preset folder (keras-hub's layout) instead"
+    )
     parser.add_argument("--version", type=int_at_least(0), default=None)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing version")
     parser.add_argument(
@@ -70,6 +79,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "default: a float32 copy of its weights, faster on CPU",
     )
     args = parser.parse_args(argv)
+    if args.preset_dir is not None:
+        check_preset_arguments(parser, args)
+        return args
     if args.chunk_size is None:
         from keras_attention.export import DEFAULT_CHUNK_SIZE
 
@@ -89,10 +101,45 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def check_preset_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuses the SavedModel's options beside --preset-dir, and a --preset-dir that exists
+    (not empty) or whose folder cannot be written, with one line, `error: ...`."""
+    from keras_attention.cli import check_output_dir, user_errors
+    from keras_attention.models.preset_folder import check_new_preset_dir
+
+    export_only = {
+        "--export-dir": args.export_dir is not None, "--version": args.version is not None,
+        "--overwrite": args.overwrite, "--chunk-size": args.chunk_size is not None,
+        "--warmup-file": args.warmup_file is not None, "--model-dtype": args.model_dtype,
+    }  # fmt: skip
+    given = [name for name, value in export_only.items() if value]
+    if given:
+        parser.error(f"{', '.join(given)}: only for a SavedModel export, not with --preset-dir")
+    with user_errors():
+        check_new_preset_dir(args.preset_dir)
+        check_output_dir(os.path.dirname(os.path.abspath(args.preset_dir)), "--preset-dir")
+
+
+def save_preset(args: argparse.Namespace) -> None:
+    """Writes the run as a preset folder (`save_run_as_preset`) and prints its path."""
+    from keras_attention.cli import user_errors
+    from keras_attention.runs.preset_export import save_run_as_preset
+
+    with user_errors():  # a missing or corrupt config.json, model or tokenizer; a full disk
+        path = save_run_as_preset(
+            args.run_dir, args.preset_dir, args.model_file, beam_size=args.beam_size,
+            alpha=args.alpha,
+        )  # fmt: skip
+    print(f"saved preset {path}")
+
+
 def main(argv: list[str] | None = None) -> None:
     from keras_attention.cli import user_errors
 
     args = parse_args(argv)
+    if args.preset_dir is not None:
+        save_preset(args)
+        return
     # Imported once the arguments are checked, so that their errors come first.
     from keras_attention.export import Translator, export_translator
     from keras_attention.runs.files import run_beam_search

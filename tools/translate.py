@@ -2,10 +2,13 @@
 
 echo "A man rides a bike." | python tools/translate.py --run-dir runs/translator
 python tools/translate.py --saved-model runs/translator/export/1 sentences.txt
+python tools/translate.py --model presets/en-de sentences.txt   # run, preset or SavedModel
 
 Prints one translation per input line, in order (an empty line translates to an empty line).
-The input is UTF-8; it is read, and checked, before the model is loaded. With --run-dir, the
-beam width and length penalty default to the run's (config.json; 4 and 0.6 for older runs).
+The input is UTF-8; it is read, and checked, before the model is loaded. --model takes a run
+folder, a preset folder (tools/export.py --preset-dir) or an exported version folder, told
+apart by their files. With a run, the beam width and length penalty default to the run's
+(config.json; 4 and 0.6 for older runs); with a preset folder, to its metadata.json's.
 Errors are one line, `error: ...`, naming the argument or file (and line), with exit status 2.
 """
 
@@ -26,23 +29,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ArgumentParser,
         add_search_arguments,
         int_at_least,
+        resolve_model_argument,
     )
 
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-dir", help="a folder written by tools/train.py (model.keras)")
     source.add_argument("--saved-model", help="an exported version folder (export/1)")
+    source.add_argument("--model", help="a run folder, a preset folder or an exported version")
     parser.add_argument("files", nargs="*", help="UTF-8 input files; - is stdin (default)")
-    parser.add_argument("--model-file", default=None, help="with --run-dir (model.keras)")
+    parser.add_argument("--model-file", default=None, help="with a run folder (model.keras)")
     add_search_arguments(parser)
     parser.add_argument("--batch-size", type=int_at_least(1), default=64, help="sentences per call")
     parser.add_argument("--scores", action="store_true", help="print the score before each line")
     args = parser.parse_args(argv)
+    resolve_model_argument(parser, args)
     run_only = {"--model-file": args.model_file, "--beam-size": args.beam_size,
                 "--alpha": args.alpha}  # fmt: skip
     given = [name for name, value in run_only.items() if value is not None]
     if args.saved_model is not None and given:
         parser.error(f"{', '.join(given)}: only with --run-dir (a SavedModel has its own)")
+    if args.preset_dir is not None and args.model_file is not None:
+        parser.error(f"--model-file: only with a run folder; {args.preset_dir} is a preset folder")
     if args.run_dir is not None and args.model_file is None:
         args.model_file = "model.keras"
     return args
@@ -60,8 +68,9 @@ def main(argv: list[str] | None = None) -> None:
 
     with user_errors():  # a missing or corrupt model, tokenizer or config.json
         translate = load_translate_function(
-            args.run_dir, args.saved_model, args.model_file, args.beam_size, args.alpha
-        )
+            args.run_dir, args.saved_model, args.model_file, args.beam_size, args.alpha,
+            model=args.preset_dir,
+        )  # fmt: skip
     translations, scores = translate_all(translate, lines, args.batch_size)
     for text, value in zip(translations, scores, strict=True):
         print(f"{value:.4f}\t{text}" if args.scores else text)

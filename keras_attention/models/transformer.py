@@ -1,5 +1,8 @@
 """The encoder-decoder Transformer (Section 3) as a subclassed `keras.Model`."""
 
+import os
+from pathlib import Path
+
 import keras
 from keras import ops
 
@@ -8,7 +11,6 @@ from keras_attention.core.checks import check_positive_int
 from keras_attention.core.deferred_collection import deferred_garbage_collection
 from keras_attention.distribute.multi_worker import MultiWorkerFitMixin
 from keras_attention.layers import PositionalEmbedding, TransformerDecoder, TransformerEncoder
-from keras_attention.models.presets import preset_config
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -133,14 +135,82 @@ class Transformer(MultiWorkerFitMixin, keras.Model):
         return self.target_vocabulary_size or self.vocabulary_size
 
     @classmethod
-    def from_preset(cls, preset: str, vocabulary_size: int, **overrides) -> "Transformer":
-        """Builds a preset size (`"tiny"`, `"small"`, `"base"`, `"big"`), with overrides.
+    def from_preset(
+        cls,
+        preset: str | os.PathLike,
+        vocabulary_size: int | None = None,
+        **overrides,
+    ) -> "Transformer":
+        """A model from a size name, or a trained one from a run folder or a preset folder.
+
+        Like keras-hub's `from_preset` (see `keras_attention.models.preset_sources`):
+
+        - a size name (`"tiny"`, `"small"`, `"base"`, `"big"`) makes an untrained model,
+          which needs `vocabulary_size`;
+        - a run folder written by `tools/train.py` gives its trained model: `model.keras`
+          once the run has finished, else its last epoch checkpoint (rebuilt from
+          `config.json`);
+        - a preset folder written by `save_to_preset` gives its model and weights.
+
+        A trained model loads on every backend (its tokenizer is not loaded).
+
+        Args:
+            preset: a size name, or the path of a run folder or a preset folder.
+            vocabulary_size: the vocabulary size of an untrained model; leave it out for a
+                folder (or give the trained model's).
+            **overrides: constructor arguments that replace the preset's (e.g.
+                `dropout=0.2`); for a trained model the weights must still fit.
+
+        Returns:
+            The model; built and holding the trained weights for a folder.
+
+        Raises:
+            ValueError: for a size name without `vocabulary_size`; naming `preset` if it is
+                neither a size name nor an existing path, or a folder that is neither a run's
+                nor a preset's; naming a corrupt file.
+            FileNotFoundError: naming a file the folder lacks.
 
         Example:
 
         >>> model = Transformer.from_preset("small", vocabulary_size=8000, dropout=0.2)
+        >>> trained = Transformer.from_preset("runs/translator")
         """
-        return cls(vocabulary_size=vocabulary_size, **preset_config(preset, **overrides))
+        from keras_attention.models.preset_sources import load_model
+
+        return load_model(cls, preset, vocabulary_size, **overrides)
+
+    def save_to_preset(
+        self,
+        preset_dir: str | os.PathLike,
+        tokenizer=None,
+        **metadata,
+    ) -> Path:
+        """Writes the model as a preset folder in keras-hub's layout (`config.json`,
+        `model.weights.h5`, `metadata.json`, `assets/tokenizer/`), atomically; see
+        `keras_attention.models.preset_folder.save_to_preset`.
+
+        Args:
+            preset_dir: the folder to create (it must not exist, or be empty).
+            tokenizer: the model's `SubwordTokenizer`, which `Translator.from_preset` needs.
+            **metadata: `beam_size`, `alpha`, `source_language`, `target_language`, kept in
+                `metadata.json`.
+
+        Returns:
+            The path of the preset folder.
+
+        Raises:
+            FileExistsError: if `preset_dir` exists and is not an empty folder.
+
+        Example:
+
+        >>> model.save_to_preset("presets/en-de", tokenizer, beam_size=4, alpha=0.6)
+        >>> model = Transformer.from_preset("presets/en-de")
+        """
+        from keras_attention.models.preset_folder import save_to_preset
+
+        if not self.built:
+            self.build()
+        return save_to_preset(self, preset_dir, tokenizer, **metadata)
 
     def build(self, input_shape=None):
         batch = None

@@ -1,10 +1,9 @@
-"""The model of a run folder, from its final `.keras` file or from any epoch checkpoint.
+"""The model and tokenizer of a run folder, finished or still training, for the run's code.
 
-A run folder written by `tools/train.py` holds `config.json`, `tokenizer.model`,
-`checkpoints/epoch_NNN.weights.h5` after every epoch and, once the run has finished,
-`model.keras`. The checkpoints hold weights only; the model they belong to is rebuilt from
-`config.json` and the tokenizer's vocabulary size, so that a run can be scored or averaged
-while it still trains.
+What a run folder holds and how each file is read lives in `keras_attention.models.run_folder`
+(beside the models, so that `Transformer.from_preset(run_dir)` can read a run without the
+training code); this module offers the same names, with the `Transformer` bound where a
+model is rebuilt from `config.json`, and `load_run_model` giving the tokenizer as well.
 
 Every file is read with errors that name it: a missing one raises `FileNotFoundError`, a
 corrupt one (truncated, not JSON, not a Keras or HDF5 file) a `ValueError` that calls it
@@ -13,137 +12,63 @@ corrupt.
 This module imports neither `runs.train` nor `evaluation`.
 """
 
-import contextlib
-import json
-import numbers
 import os
-import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import keras
 
 from keras_attention.data.tokenizer import SubwordTokenizer
-from keras_attention.models import Transformer
-from keras_attention.training.checkpoints import (
-    check_layouts,
-    last_checkpoints,
-    load_weights_file,
+from keras_attention.models import Transformer, run_folder
+from keras_attention.models.run_folder import (
+    BEST_CHECKPOINT,
+    CHECKPOINT_DIR,
+    CONFIG_FILE,
+    DEFAULT_ALPHA,
+    DEFAULT_BEAM_SIZE,
+    MODEL_FIELDS,
+    MODEL_FILE,
+    TOKENIZER_FILE,
+    WEIGHTS_SUFFIX,
+    epoch_checkpoint,
+    is_weights_file,
+    load_model_file,
+    load_run_tokenizer,
+    locate_run_model,
+    read_run_config,
+    resolve_checkpoint,
+    run_beam_search,
 )
 
-CONFIG_FILE = "config.json"
-TOKENIZER_FILE = "tokenizer.model"
-MODEL_FILE = "model.keras"
-CHECKPOINT_DIR = "checkpoints"
-BEST_CHECKPOINT = "best.weights.h5"
-WEIGHTS_SUFFIX = ".weights.h5"
-# The fields of `config.json` that the model is rebuilt from.
-MODEL_FIELDS = ("preset", "model_overrides")
-# The beam search of runs whose config.json predates its `beam_size` and `alpha` fields.
-DEFAULT_BEAM_SIZE = 4
-DEFAULT_ALPHA = 0.6
-
-
-def read_run_config(run_dir: str | os.PathLike) -> dict:
-    """The settings of a run (its `config.json`, a `TrainConfig` as JSON).
-
-    Args:
-        run_dir: a folder written by `tools/train.py`.
-
-    Returns:
-        The settings as a dict.
-
-    Raises:
-        FileNotFoundError: if `config.json` is missing (naming it).
-        ValueError: naming it if it is corrupt (not valid UTF-8 JSON, or not a JSON object)
-            or lacks a field the model needs.
-    """
-    path = Path(run_dir) / CONFIG_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"no run config at {path}; is {run_dir} a run of tools/train.py?")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path} is corrupt: not valid JSON ({error})") from error
-    if not isinstance(config, dict):
-        raise ValueError(
-            f"{path} is corrupt: it must hold a JSON object; got {type(config).__name__}"
-        )
-    missing = [name for name in MODEL_FIELDS if name not in config]
-    if missing:
-        raise ValueError(f"{path} lacks the field(s) {', '.join(missing)}")
-    if not isinstance(config["model_overrides"], dict | None):
-        raise ValueError(
-            f"model_overrides in {path} must be an object; got {config['model_overrides']!r}"
-        )
-    return config
-
-
-def run_beam_search(run_dir: str | os.PathLike) -> tuple[int, float]:
-    """The beam width and length-penalty exponent a run decodes with.
-
-    They are `config.json`'s `beam_size` and `alpha` (the dataset's, e.g. 5 and 1.0 for
-    Multi30k); runs that predate those fields, or folders without `config.json` (a model
-    copied with its tokenizer), get `DEFAULT_BEAM_SIZE` and `DEFAULT_ALPHA` (4 and 0.6).
-
-    Args:
-        run_dir: a folder written by `tools/train.py`.
-
-    Returns:
-        `(beam_size, alpha)`.
-
-    Raises:
-        ValueError: naming `config.json` if it is corrupt or holds an invalid value.
-    """
-    path = Path(run_dir) / CONFIG_FILE
-    if not path.is_file():
-        return DEFAULT_BEAM_SIZE, DEFAULT_ALPHA
-    config = read_run_config(run_dir)
-    beam_size, alpha = config.get("beam_size"), config.get("alpha")
-    beam_size = DEFAULT_BEAM_SIZE if beam_size is None else beam_size
-    alpha = DEFAULT_ALPHA if alpha is None else alpha
-    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size in {path} must be an integer >= 1; got {beam_size!r}")
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or alpha < 0:
-        raise ValueError(f"alpha in {path} must be a number >= 0; got {alpha!r}")
-    return beam_size, float(alpha)
-
-
-def load_run_tokenizer(run_dir: str | os.PathLike) -> SubwordTokenizer:
-    """The tokenizer of a run (`tokenizer.model`).
-
-    Raises:
-        FileNotFoundError: if the file is missing (naming it).
-        ValueError: naming it if it is corrupt (not a SentencePiece model of this library).
-    """
-    path = Path(run_dir) / TOKENIZER_FILE
-    try:
-        return SubwordTokenizer.load(path)
-    except ValueError as error:
-        raise ValueError(
-            f"{path} is corrupt or not a SentencePiece model of this library: {error}"
-        ) from error
-
-
-@contextlib.contextmanager
-def _float32_policy() -> Iterator[None]:
-    """Sets the float32 dtype policy for the block, then restores the previous one."""
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("float32")
-    try:
-        yield
-    finally:
-        keras.config.set_dtype_policy(previous)
+__all__ = [
+    "BEST_CHECKPOINT",
+    "CHECKPOINT_DIR",
+    "CONFIG_FILE",
+    "DEFAULT_ALPHA",
+    "DEFAULT_BEAM_SIZE",
+    "MODEL_FIELDS",
+    "MODEL_FILE",
+    "TOKENIZER_FILE",
+    "WEIGHTS_SUFFIX",
+    "build_run_model",
+    "epoch_checkpoint",
+    "is_weights_file",
+    "load_checkpoint",
+    "load_model_file",
+    "load_run_model",
+    "load_run_tokenizer",
+    "locate_run_model",
+    "read_run_config",
+    "resolve_checkpoint",
+    "run_beam_search",
+]
 
 
 def build_run_model(
     run_dir: str | os.PathLike, tokenizer: SubwordTokenizer | None = None
 ) -> Transformer:
-    """A freshly initialized, built `Transformer` of a run's architecture.
+    """A freshly initialized, built `Transformer` of a run's architecture, in float32.
 
-    The architecture is `config.json`'s preset and model overrides, with the tokenizer's
-    vocabulary size, as `train_translator` builds it. The model uses the float32 policy even
-    for a mixed-precision run: its checkpoints hold float32 variables all the same.
+    See `keras_attention.models.run_folder.build_run_model`.
 
     Args:
         run_dir: a folder written by `tools/train.py`.
@@ -157,112 +82,7 @@ def build_run_model(
         ValueError: naming `config.json` if it is corrupt, lacks a field or describes no
             valid model (e.g. an unknown preset).
     """
-    config = read_run_config(run_dir)
-    if tokenizer is None:
-        tokenizer = load_run_tokenizer(run_dir)
-    path = Path(run_dir) / CONFIG_FILE
-    with _float32_policy():
-        try:
-            model = Transformer.from_preset(
-                config["preset"],
-                vocabulary_size=tokenizer.vocabulary_size,
-                **(config["model_overrides"] or {}),
-            )
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"{path} does not describe a valid model: {error}") from error
-        model.build()
-    return model
-
-
-def epoch_checkpoint(run_dir: str | os.PathLike, epoch: int) -> Path:
-    """The path of epoch `epoch`'s checkpoint, `checkpoints/epoch_NNN.weights.h5`.
-
-    Raises:
-        ValueError: if `epoch` < 1.
-    """
-    if epoch < 1:
-        raise ValueError(f"epoch numbers start at 1; got epoch={epoch}")
-    return Path(run_dir) / CHECKPOINT_DIR / f"epoch_{epoch:03d}{WEIGHTS_SUFFIX}"
-
-
-def _last_checkpoint(run_dir: str | os.PathLike) -> Path:
-    folder = Path(run_dir) / CHECKPOINT_DIR
-    try:
-        return last_checkpoints(folder, 1)[0]
-    except (OSError, ValueError) as error:
-        raise FileNotFoundError(f"no epoch_NNN{WEIGHTS_SUFFIX} checkpoint in {folder}") from error
-
-
-def resolve_checkpoint(run_dir: str | os.PathLike, checkpoint: str | os.PathLike) -> Path:
-    """The file a checkpoint name stands for.
-
-    Args:
-        run_dir: a folder written by `tools/train.py`.
-        checkpoint: `"last"` (the highest-numbered `checkpoints/epoch_NNN.weights.h5`),
-            `"best"` (`checkpoints/best.weights.h5`), a bare file name in
-            `run_dir/checkpoints/` (`"epoch_012.weights.h5"`), or a path with a folder part
-            (relative to the working directory, or absolute).
-
-    Returns:
-        The path of an existing file.
-
-    Raises:
-        FileNotFoundError: naming the file (or folder, for `"last"`) that is missing.
-        IsADirectoryError: naming `checkpoint` if it is a folder.
-    """
-    folder = Path(run_dir) / CHECKPOINT_DIR
-    if checkpoint == "last":
-        return _last_checkpoint(run_dir)
-    if checkpoint == "best":
-        path = folder / BEST_CHECKPOINT
-    elif Path(checkpoint).name == str(checkpoint):
-        path = folder / checkpoint
-    else:
-        path = Path(checkpoint)
-    if path.is_dir():
-        raise IsADirectoryError(f"checkpoint {path} is a folder; expected a .weights.h5 file")
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint file {path}")
-    return path
-
-
-def is_weights_file(path: str | os.PathLike) -> bool:
-    """Whether `path` names a weights-only file (`.weights.h5`) rather than a `.keras` one."""
-    return str(path).endswith(WEIGHTS_SUFFIX)
-
-
-def locate_run_model(
-    run_dir: str | os.PathLike,
-    model_file: str | os.PathLike | None = None,
-    checkpoint: str | os.PathLike | None = None,
-) -> Path:
-    """The file `load_run_model` reads for these arguments (see there).
-
-    Raises:
-        ValueError: if both `model_file` and `checkpoint` are given.
-        FileNotFoundError: naming the missing file.
-    """
-    if model_file is not None and checkpoint is not None:
-        raise ValueError(
-            f"give model_file or checkpoint, not both; got model_file={model_file!r}, "
-            f"checkpoint={checkpoint!r}"
-        )
-    if checkpoint is not None:
-        return resolve_checkpoint(run_dir, checkpoint)
-    if model_file is not None:
-        path = Path(run_dir) / model_file
-        if not path.is_file():
-            raise FileNotFoundError(f"no model at {path}; train one with tools/train.py")
-        return path
-    path = Path(run_dir) / MODEL_FILE
-    if path.is_file():
-        return path
-    try:
-        return _last_checkpoint(run_dir)
-    except FileNotFoundError as error:
-        raise FileNotFoundError(
-            f"no model at {path} and {error}; train one with tools/train.py"
-        ) from error
+    return run_folder.build_run_model(Transformer, run_dir, tokenizer)
 
 
 def load_checkpoint(
@@ -270,53 +90,16 @@ def load_checkpoint(
     path: str | os.PathLike,
     tokenizer: SubwordTokenizer | None = None,
 ) -> Transformer:
-    """The run's model rebuilt from `config.json`, holding the weights of `path`.
+    """The run's `Transformer` rebuilt from `config.json`, holding the weights of `path`.
 
-    Args:
-        run_dir: a folder written by `tools/train.py`.
-        path: a `.weights.h5` file saved from the run's model.
-        tokenizer: the run's tokenizer, if already loaded.
-
-    Returns:
-        The model.
+    See `keras_attention.models.run_folder.load_checkpoint`.
 
     Raises:
         FileNotFoundError: naming a missing file.
         ValueError: naming the checkpoint if it is corrupt or does not hold exactly the
             model's weights, or naming `config.json` (see `build_run_model`).
     """
-    model = build_run_model(run_dir, tokenizer)
-    check_layouts(model, [path])
-    load_weights_file(model, path)
-    return model
-
-
-def load_model_file(path: str | os.PathLike) -> keras.Model:
-    """`keras.models.load_model(path)`, with errors that name the file.
-
-    Args:
-        path: a `.keras` file saved from a model of this library.
-
-    Returns:
-        The model.
-
-    Raises:
-        FileNotFoundError: naming `path` if it does not exist.
-        ValueError: naming `path` and calling it corrupt if it is not a readable `.keras`
-            archive (e.g. truncated) or does not hold a model of this library.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no model file {path}")
-    if not zipfile.is_zipfile(path):  # Keras says "File not found" for these
-        raise ValueError(f"{path} is corrupt or not a Keras model file (not a .keras archive)")
-    # Keras and h5py raise these for damaged archive members; nothing else reads the file.
-    try:
-        return keras.models.load_model(path)
-    except (zipfile.BadZipFile, OSError, RuntimeError, KeyError, ValueError) as error:
-        raise ValueError(
-            f"{path} is corrupt or not a Keras model of this library: {error}"
-        ) from error
+    return run_folder.load_checkpoint(Transformer, run_dir, path, tokenizer)
 
 
 def load_run_model(
@@ -348,6 +131,5 @@ def load_run_model(
     """
     path = locate_run_model(run_dir, model_file, checkpoint)
     tokenizer = load_run_tokenizer(run_dir)
-    if is_weights_file(path):
-        return load_checkpoint(run_dir, path, tokenizer), tokenizer
-    return load_model_file(path), tokenizer
+    model = run_folder.load_located_model(Transformer, Path(run_dir), path, tokenizer)
+    return model, tokenizer
