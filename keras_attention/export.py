@@ -15,6 +15,7 @@ carries TF Serving's warm-up requests (`assets.extra/tf_serving_warmup_requests`
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -43,6 +44,8 @@ from keras_attention.warmup_requests import (
 )
 
 SIGNATURE_KEY = "serving_default"
+# The export's description of itself (languages, search), beside TF Serving's warm-up file.
+METADATA_FILE = "assets.extra/keras_attention.json"
 GREEDY_SIGNATURE_KEY = "greedy"
 # Sentences decoded at once by default: requests of 64 were about twice as fast per sentence
 # as one request of 2,000, whose memory grew by 5-9 GB (issue 13).
@@ -446,6 +449,7 @@ def export_translator(
     overwrite: bool = False,
     warmup_sentences: Sequence[str] | None = None,
     dtype: str | None = "float32",
+    metadata: dict | None = None,
 ) -> Path:
     """Writes the translator as a SavedModel in `export_dir/<version>/`, atomically.
 
@@ -477,6 +481,9 @@ def export_translator(
             exported as a copy with the same weights (`copy_with_dtype`). On this project's
             CPU, a bfloat16 export's greedy search was 118 sentences/s against 150 for its
             float32 copy, beam search equal. `None`: as the model computes.
+        metadata: what the export says of itself (the languages, say), written as JSON to
+            `assets.extra/keras_attention.json` beside TF Serving's warm-up file (with the
+            search settings added: `beam_size`, `alpha`); read it with `export_metadata`.
 
     Raises:
         ValueError: if `version` is not a non-negative integer, or `warmup_sentences` is
@@ -518,12 +525,37 @@ def export_translator(
         write_warmup_requests(
             staging / "model", [SIGNATURE_KEY, GREEDY_SIGNATURE_KEY], warmup_sentences
         )
+        described = {
+            **(metadata or {}),
+            "beam_size": translator.beam_size,
+            "alpha": translator.alpha,
+        }
+        (staging / "model" / METADATA_FILE).write_text(json.dumps(described, indent=2) + "\n")
         move_folder_into_place(staging, target, overwrite)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if lock is not None:
             lock.close()
     return target
+
+
+def export_metadata(path: str | os.PathLike) -> dict:
+    """What an export says of itself (`export_translator`'s `metadata`): `{}` for an export
+    without it (written before it existed).
+
+    Raises:
+        ValueError: naming the file if it is not a JSON object.
+    """
+    file = Path(path) / METADATA_FILE
+    if not file.is_file():
+        return {}
+    try:
+        described = json.loads(file.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"{file} is corrupt: not valid JSON ({error})") from None
+    if not isinstance(described, dict):
+        raise ValueError(f"{file} is corrupt: not a JSON object")
+    return described
 
 
 def load_exported(path: str | os.PathLike, signature: str = SIGNATURE_KEY):

@@ -84,6 +84,7 @@ def export_and_evaluate(
         version=1,
         overwrite=True,
         warmup_sentences=warmup or None,
+        metadata={"source_language": config.source_lang, "target_language": config.target_lang},
     )
     fault_point("export")
     serve = load_exported(export_path)
