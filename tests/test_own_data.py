@@ -67,6 +67,14 @@ def test_arbitrary_suffixes_are_the_languages_and_splits_are_held_out(tmp_path: 
     lookup = dict(pairs)
     valid_targets = (run / "data" / "valid.yy").read_text().splitlines()
     assert [lookup[s] for s in valid] == valid_targets
+    # evaluate.py scores the run on its own held-out split.
+    scored = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "evaluate.py"), "--run-dir", str(run),
+         "--split", "val", "--limit", "5", "--beam-size", "1"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert scored.returncode == 0, scored.stderr[-3000:]
+    assert "the run's own val split: 5 sentences" in scored.stdout
     # The same command again: the same split, and the finished run is not trained again.
     again = run_train("--train", source, target, "--epochs", "1", "--output-dir", run, *TINY)
     assert again.returncode == 0, again.stderr[-3000:]

@@ -33,7 +33,8 @@ RUN_ONLY = ("model_file", "checkpoint", "beam_size", "alpha")
 
 
 def run_settings(run_dir: str | None) -> dict:
-    """The run's `dataset`, `data_dir` and `seed` from its config.json ({} without one).
+    """The run's `dataset`, `data_dir`, `seed` and `train` files from its config.json ({}
+    without one).
 
     Raises:
         ValueError: naming config.json if it is corrupt.
@@ -43,7 +44,8 @@ def run_settings(run_dir: str | None) -> dict:
     if run_dir is None or not (Path(run_dir) / "config.json").is_file():
         return {}
     config = read_run_config(run_dir)
-    return {name: config[name] for name in ("dataset", "data_dir", "seed") if name in config}
+    names = ("dataset", "data_dir", "seed", "train")
+    return {name: config[name] for name in names if name in config}
 
 
 def load_scored_model(args: argparse.Namespace):
@@ -129,7 +131,9 @@ def corpus_settings(args: argparse.Namespace) -> dict:
     """`dataset`, `data_dir` and `seed`: the arguments', else the run's, else the defaults."""
     settings = {"dataset": "generated", "data_dir": None, "seed": 0}
     settings.update(run_settings(args.run_dir))
-    for name in settings:
+    if settings["dataset"] is None and settings.get("train") is None:
+        settings["dataset"] = "generated"
+    for name in ("dataset", "data_dir", "seed"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     return settings
@@ -148,24 +152,31 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     # Imported once the arguments are checked, so that their errors come first.
     from keras_attention.data.datasets import load_corpus
-    from keras_attention.evaluation import score, translate_all
+    from keras_attention.evaluation import moses_language, score, translate_all
+    from keras_attention.runs.corpus import run_evaluation_splits
 
+    language = None
     with user_errors():  # a missing or corrupt config.json, model, checkpoint or corpus file
         settings = corpus_settings(args)
         translate, model_path = load_scored_model(args)
         print(f"model: {model_path}")
-        corpus = load_corpus(
-            settings["dataset"], settings["data_dir"], settings["seed"], train_pairs=0
-        )
+        if args.dataset is None and settings.get("train") is not None:
+            corpus, language = run_evaluation_splits(args.run_dir)
+            described = "the run's own"
+        else:
+            corpus = load_corpus(
+                settings["dataset"], settings["data_dir"], settings["seed"], train_pairs=0
+            )
+            seed = f" (seed {settings['seed']})" if settings["dataset"] == "generated" else ""
+            described = f"{settings['dataset']}{seed}"
     sources, references = corpus[args.split]
     sources, references = sources[: args.limit], references[: args.limit]
-    seed = f" (seed {settings['seed']})" if settings["dataset"] == "generated" else ""
-    print(f"{settings['dataset']} {args.split} split{seed}: {len(sources)} sentences")
+    print(f"{described} {args.split} split: {len(sources)} sentences")
     hypotheses, _ = translate_all(translate, sources, args.batch_size)
     if args.hypotheses:
         with user_errors(OSError):  # e.g. a disk that filled up meanwhile
             write_hypotheses(args.hypotheses, hypotheses)
-    scores = score(hypotheses, references)
+    scores = score(hypotheses, references, moses_language(language or "de"))
     print(scores.summary())
     print(json.dumps({"bleu": scores.bleu, "chrf": scores.chrf, "bleu_lc": scores.bleu_lowercase}))
 

@@ -5,6 +5,7 @@ picks the recipe (`RunCorpus`); the held-out files in the run folder's `data/`.
 
 import dataclasses
 import logging
+import os
 from pathlib import Path
 
 from keras_attention.core.atomic_files import write_text_atomically
@@ -163,7 +164,8 @@ def write_held_out(output_dir: Path, run_corpus: RunCorpus) -> list[Path]:
 
 def evaluation_splits(config, output_dir: Path) -> dict:
     """The validation and test splits of a trained run (a resolved `TrainConfig`): its
-    given files, its named corpus's, or the held-out ones in `output_dir/data/`.
+    given files, its named corpus's, or the held-out ones in `output_dir/data/` (its
+    training files are not needed).
 
     Raises:
         FileNotFoundError: naming a missing file (a held-out split not written yet).
@@ -171,10 +173,40 @@ def evaluation_splits(config, output_dir: Path) -> dict:
     """
     from keras_attention.data.streaming import read_parallel
 
-    spec = corpus_spec(config)
+    if config.train is not None:
+        spec = CorpusSpec(
+            ([], []),
+            None if config.valid is None else ParallelFiles.from_patterns([config.valid], "valid"),
+            None if config.test is None else ParallelFiles.from_patterns([config.test], "test"),
+            config.source_lang,
+            config.target_lang,
+        )
+    else:
+        spec = corpus_spec(dataclasses.replace(config, train_pairs=0))
     splits = {}
     for split, part in (("val", spec.valid), ("test", spec.test)):
         if part is None:
             part = read_parallel(*held_out_files(Path(output_dir), split, spec))
         splits[split] = _read(part)
     return splits
+
+
+def run_evaluation_splits(run_dir: str | os.PathLike) -> tuple[dict, str | None]:
+    """`evaluation_splits` of the run in `run_dir` (from its `config.json`), and its target
+    language.
+
+    Raises:
+        FileNotFoundError, ValueError: naming a missing or corrupt file.
+    """
+    from keras_attention.runs.config import TrainConfig
+    from keras_attention.runs.files import read_run_config
+
+    saved = read_run_config(run_dir)
+    names = {field.name for field in dataclasses.fields(TrainConfig)}
+    config = TrainConfig(**{name: value for name, value in saved.items() if name in names})
+    if config.train is None and config.dataset is None:
+        config = dataclasses.replace(config, dataset="generated")
+    try:
+        return evaluation_splits(config, Path(run_dir)), config.target_lang
+    except TypeError as error:  # a field of the wrong type in config.json
+        raise ValueError(f"{Path(run_dir) / 'config.json'} is corrupt: {error}") from None
