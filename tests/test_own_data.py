@@ -134,3 +134,20 @@ def test_too_small_a_corpus_asks_for_valid_and_test(tmp_path: Path):
                        "--output-dir", tmp_path / "run")  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.strip().endswith("give --valid and --test files")
+
+
+def test_a_streamed_corpus_holds_out_its_splits_in_one_pass(tmp_path: Path, pairs):
+    source = write_lines(tmp_path / "train.en.gz", [s for s, _ in pairs])
+    target = write_lines(tmp_path / "train.de.gz", [t for _, t in pairs])
+    run = tmp_path / "run"
+    result = run_train(
+        "--train", source, target, "--stream", "--train-steps", "4", "--no-export",
+        "--output-dir", run, *TINY,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "corpus: 360 training pairs" in result.stdout and "streamed" in result.stdout
+    assert "recipe: large (chosen by the corpus's size)" in result.stdout
+    config = json.loads((run / "config.json").read_text())
+    assert config["stream"] is True and config["train_steps"] == 4
+    held_out = (run / "data" / "valid.en").read_text().splitlines()
+    assert len(held_out) == 20 and set(held_out) <= {s for s, _ in pairs}

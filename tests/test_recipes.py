@@ -65,6 +65,9 @@ def test_steps_replace_epochs_and_epochs_replace_steps():
     assert "train_steps" not in by_epochs and by_epochs["epochs"] == 2
     by_steps = follow_schedule(recipe_settings("small"), {"train_steps": 500})
     assert "epochs" not in by_steps and by_steps["train_steps"] == 500
+    assert follow_schedule(large, {"train_steps": 4})["save_every_steps"] == 4
+    assert follow_schedule(large, {"train_steps": 3000})["save_every_steps"] == 1500
+    assert follow_schedule(large, {"train_steps": 10_000})["save_every_steps"] == 2000
 
 
 def test_a_config_resolves_with_its_recipe_and_given_settings_win(monkeypatch):

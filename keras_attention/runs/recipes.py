@@ -202,18 +202,29 @@ def for_this_machine(settings: dict) -> dict:
     return settings
 
 
+def _round_steps(train_steps: int, preferred: int) -> int:
+    """The steps of a round for `train_steps`: the largest divisor of `train_steps` that is at
+    most `preferred` (rounds must be whole)."""
+    if not isinstance(train_steps, int) or train_steps < 1:
+        return preferred  # left for `TrainConfig.validate` to name
+    return next(d for d in range(min(train_steps, preferred), 0, -1) if train_steps % d == 0)
+
+
 def follow_schedule(settings: dict, given: dict) -> dict:
     """`settings` (a recipe's) with `given` (the user's) on top, and the settings that depend
     on the schedule's length following a given `epochs` or `train_steps`: the cool-down and
     warm-up keep their share of the recipe's schedule, unless given; the validation interval
     is at most the schedule; averages of more checkpoints than the schedule makes are
-    dropped."""
+    dropped; given steps are saved in whole rounds of at most the recipe's steps."""
     merged = {**settings, **given}
     if "train_steps" in given:
         merged.pop("epochs", None)  # rounds of steps replace the recipe's epochs
     elif "epochs" in given and "train_steps" in settings:
         merged.pop("train_steps", None)
         merged.pop("save_every_steps", None)
+    every = settings.get("save_every_steps")
+    if "train_steps" in given and "save_every_steps" not in given and every is not None:
+        merged["save_every_steps"] = _round_steps(given["train_steps"], every)
     length = "train_steps" if "train_steps" in given else "epochs"
     if length not in given or length not in settings:
         return merged
