@@ -37,10 +37,11 @@ def test_the_rule_follows_the_corpus_size(pairs: int, words: int, streamed: bool
 
 def test_the_vocabulary_and_epochs_follow_the_corpus():
     assert recipe_settings("small", CorpusStats(29_000, 37_000))["vocabulary_size"] == 4000
-    assert recipe_settings("small", CorpusStats(8_000, 6_000))["vocabulary_size"] == 1500
+    assert recipe_settings("small", CorpusStats(8_000, 6_000))["vocabulary_size"] == 2000
     tiny = recipe_settings("closed-vocabulary", CorpusStats(180, 700))
     assert tiny["vocabulary_size"] == 200 and tiny["epochs"] == 100
-    assert recipe_settings("closed-vocabulary", CorpusStats(20_000, 1_500))["epochs"] == 5
+    generated = recipe_settings("closed-vocabulary", CorpusStats(20_000, 1_300))
+    assert generated["epochs"] == 5 and generated["vocabulary_size"] == 400
     # The table itself is not changed by a corpus.
     assert RECIPES["small"]["vocabulary_size"] == 4000
 

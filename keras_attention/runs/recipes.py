@@ -1,10 +1,10 @@
 """Training recipes, and the rule that picks one from the size of a corpus (not its name).
 
 - `closed-vocabulary`: fewer than 5,000 distinct words. The tiny preset with 3+3 layers and
-  dropout 0.1; vocabulary words / 4 (100 to 400); batches of 2,048 tokens; 100,000 / pairs
+  dropout 0.1; vocabulary words / 3 (100 to 400); batches of 2,048 tokens; 100,000 / pairs
   epochs (5 to 100), warm-up 400; float32, cased.
 - `small`: 5,000 words or more, under 300,000 pairs (Multi30k: 29,000). The tiny preset,
-  pre-LN; vocabulary words / 4 (at most 4,000); 2,048 tokens; 48 epochs, the last 16 a
+  pre-LN; vocabulary words / 3 (at most 4,000); 2,048 tokens; 48 epochs, the last 16 a
   cool-down; warm-up 4,000, peak x2.5; bfloat16*; lowercased, with a recaser.
 - `medium`: 300,000 to 3,000,000 pairs. The small preset, pre-LN; vocabulary 8,000; 4,096
   tokens; 20 epochs, the last 5 a cool-down; warm-up 4,000; bfloat16*; cased.
@@ -161,7 +161,7 @@ def choose_recipe(stats: CorpusStats) -> str:
 
 def recipe_settings(name: str, stats: CorpusStats | None = None) -> dict:
     """The settings of recipe `name` for a corpus: the vocabulary follows its words (a
-    quarter of them, in hundreds, at least 100, at most the recipe's) and the
+    third of them, in hundreds, at least 100, at most the recipe's) and the
     closed-vocabulary recipe's epochs its pairs (100,000 pairs' worth, 5 to 100).
 
     Raises:
@@ -173,7 +173,7 @@ def recipe_settings(name: str, stats: CorpusStats | None = None) -> dict:
     if stats is None:
         return settings
     if stats.words:
-        words_vocabulary = max(100, int(round(stats.words / 4, -2)))
+        words_vocabulary = max(100, int(round(stats.words / 3, -2)))
         settings["vocabulary_size"] = min(settings["vocabulary_size"], words_vocabulary)
     if name == "closed-vocabulary" and stats.pairs:
         settings["epochs"] = min(100, max(5, math.ceil(100_000 / stats.pairs)))
