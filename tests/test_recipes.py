@@ -51,11 +51,15 @@ def test_one_epoch_scales_the_schedule_instead_of_failing():
     one = follow_schedule(settings, {"epochs": 1})
     assert one["epochs"] == 1 and one["cooldown_epochs"] == 0
     assert one["warmup_steps"] == round(4000 / 48)
+    # The same peak learning rate, scale / sqrt(warm-up), as the recipe's.
+    peak = settings["learning_rate_scale"] / settings["warmup_steps"] ** 0.5
+    assert one["learning_rate_scale"] / one["warmup_steps"] ** 0.5 == pytest.approx(peak, rel=1e-5)
     assert one["validation_bleu_every"] == 1 and one["average"] == []
     half = follow_schedule(settings, {"epochs": 24})
     assert half["cooldown_epochs"] == 8 and half["warmup_steps"] == 2000
     given = follow_schedule(settings, {"epochs": 24, "cooldown_epochs": 3, "warmup_steps": 10})
     assert (given["cooldown_epochs"], given["warmup_steps"]) == (3, 10)
+    assert given["learning_rate_scale"] == settings["learning_rate_scale"]
     longer = follow_schedule(settings, {"epochs": 96})
     assert longer["cooldown_epochs"] == 16 and longer["warmup_steps"] == 4000
 

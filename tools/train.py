@@ -223,15 +223,14 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         "--mixed-precision",
         choices=["float32", "mixed_float16", "mixed_bfloat16"],
         default=None,
-        help="dtype policy of training; the weights stay float32 (default: the dataset's, "
-        "mixed_bfloat16 for multi30k, float32 otherwise)",
+        help="dtype policy of training; the weights stay float32 (default: the recipe's)",
     )
     parser.add_argument(
         "--lowercase",
         action=argparse.BooleanOptionalAction,
         default=DEFAULTS.lowercase,
         help="train on lowercased text; a recaser learned from the training targets gives "
-        "the translations their capitals back (default: the dataset's, on for multi30k)",
+        "the translations their capitals back (default: the recipe's, on for multi30k)",
     )
     parser.add_argument(
         "--subword-sampling",
@@ -240,7 +239,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         metavar="ALPHA",
         help="subword regularization: segment the training pairs afresh every epoch, "
         "sampling the subwords with this smoothing exponent in (0, 1] (smaller: more, "
-        "shorter pieces); 0 is off (default: the dataset's, off)",
+        "shorter pieces); 0 is off (default: the recipe's, off)",
     )
     parser.add_argument(
         "--override",

@@ -213,7 +213,8 @@ def _round_steps(train_steps: int, preferred: int) -> int:
 def follow_schedule(settings: dict, given: dict) -> dict:
     """`settings` (a recipe's) with `given` (the user's) on top, and the settings that depend
     on the schedule's length following a given `epochs` or `train_steps`: the cool-down and
-    warm-up keep their share of the recipe's schedule, unless given; the validation interval
+    warm-up keep their share of a shorter schedule, unless given, and the learning-rate
+    scale follows the warm-up so that the peak learning rate stays the recipe's; the validation interval
     is at most the schedule; averages of more checkpoints than the schedule makes are
     dropped; given steps are saved in whole rounds of at most the recipe's steps."""
     merged = {**settings, **given}
@@ -231,7 +232,13 @@ def follow_schedule(settings: dict, given: dict) -> dict:
     share = given[length] / settings[length]
     if share < 1:
         if "warmup_steps" not in given:
-            merged["warmup_steps"] = max(1, round(settings["warmup_steps"] * share))
+            warmup = max(1, round(settings["warmup_steps"] * share))
+            merged["warmup_steps"] = warmup
+            if "learning_rate_scale" not in given:
+                # The paper's schedule peaks at scale / sqrt(d_model * warm-up): a shorter
+                # warm-up keeps the recipe's peak, not a higher one.
+                ratio = math.sqrt(warmup / settings["warmup_steps"])
+                merged["learning_rate_scale"] = round(settings["learning_rate_scale"] * ratio, 6)
         if "cooldown_epochs" not in given and length == "epochs":
             merged["cooldown_epochs"] = round(settings["cooldown_epochs"] * share)
     if length == "epochs":
