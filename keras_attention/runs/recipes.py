@@ -214,9 +214,10 @@ def follow_schedule(settings: dict, given: dict) -> dict:
     """`settings` (a recipe's) with `given` (the user's) on top, and the settings that depend
     on the schedule's length following a given `epochs` or `train_steps`: the cool-down and
     warm-up keep their share of a shorter schedule, unless given, and the learning-rate
-    scale follows the warm-up so that the peak learning rate stays the recipe's; the validation interval
-    is at most the schedule; averages of more checkpoints than the schedule makes are
-    dropped; given steps are saved in whole rounds of at most the recipe's steps."""
+    scale follows the warm-up so that the peak learning rate stays the recipe's; the
+    validation interval is at most the schedule; averages of more checkpoints than the
+    schedule makes are dropped; given steps are saved in whole rounds of at most the
+    recipe's steps."""
     merged = {**settings, **given}
     if "train_steps" in given:
         merged.pop("epochs", None)  # rounds of steps replace the recipe's epochs
