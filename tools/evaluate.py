@@ -162,16 +162,16 @@ def main(argv: list[str] | None = None) -> None:
         print(f"model: {model_path}")
         if args.dataset is None and settings.get("train") is not None:
             corpus, language = run_evaluation_splits(args.run_dir)
-            described = "the run's own"
+            described = f"the run's own {args.split} split"
         else:
             corpus = load_corpus(
                 settings["dataset"], settings["data_dir"], settings["seed"], train_pairs=0
             )
             seed = f" (seed {settings['seed']})" if settings["dataset"] == "generated" else ""
-            described = f"{settings['dataset']}{seed}"
+            described = f"{settings['dataset']} {args.split} split{seed}"
     sources, references = corpus[args.split]
     sources, references = sources[: args.limit], references[: args.limit]
-    print(f"{described} {args.split} split: {len(sources)} sentences")
+    print(f"{described}: {len(sources)} sentences")
     hypotheses, _ = translate_all(translate, sources, args.batch_size)
     if args.hypotheses:
         with user_errors(OSError):  # e.g. a disk that filled up meanwhile
