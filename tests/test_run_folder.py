@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from keras_attention.runs import recipes
 from keras_attention.runs.config import TrainConfig
 from keras_attention.runs.folder import config_differences, inspect_run_folder
 
@@ -52,9 +53,11 @@ def test_lowercase_absent_from_an_older_run_means_cased_text():
     assert config_differences(saved_config(generated, "lowercase"), generated) == []
 
 
-def test_an_older_multi30k_run_trained_in_float32_without_a_cool_down():
-    # Multi30k trains in bfloat16 with a cool-down now; runs saved before either setting
-    # existed, or with `null` mixed precision, trained in float32 at the full rate.
+def test_an_older_multi30k_run_trained_in_float32_without_a_cool_down(monkeypatch):
+    # Multi30k trains in bfloat16 with a cool-down now (where bfloat16 is fast); runs saved
+    # before either setting existed, or with `null` mixed precision, trained in float32 at
+    # the full rate.
+    monkeypatch.setattr(recipes, "bfloat16_is_fast", lambda: True)
     config = TrainConfig(dataset="multi30k").resolved()
     assert (config.mixed_precision, config.cooldown_epochs) == ("mixed_bfloat16", 16)
     as_then = dataclasses.replace(config, mixed_precision="float32", cooldown_epochs=0)
