@@ -14,6 +14,7 @@ from keras_attention.models.presets import PRESETS
 from keras_attention.runs.recipes import (
     LEGACY_RECIPES,
     RECIPE_NAMES,
+    RECIPE_SETTINGS,
     CorpusStats,
     choose_recipe,
     follow_schedule,
@@ -164,7 +165,7 @@ class TrainConfig:
         settings = for_this_machine(recipe_settings(recipe, stats))
         given = {
             name: getattr(self, name)
-            for name in (*settings, "train_steps", "save_every_steps")
+            for name in RECIPE_SETTINGS
             if getattr(self, name) is not None and name != "model_overrides"
         }
         if self.train_steps is not None:

@@ -115,6 +115,8 @@ RECIPES = {
         keep_checkpoints=10,
     ),
 }
+# Every setting that some recipe sets (and so a user may give instead).
+RECIPE_SETTINGS = tuple(sorted({name for recipe in RECIPES.values() for name in recipe}))
 # The recipes that the corpora known by name had before the rule existed: an older run's
 # `config.json` (with no `recipe`) means these.
 LEGACY_RECIPES = {"generated": "closed-vocabulary", "multi30k": "small", "shards": "large"}
