@@ -50,7 +50,7 @@ def test_arbitrary_suffixes_are_the_languages_and_splits_are_held_out(tmp_path: 
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert "corpus: 360 training pairs" in out and "xx -> yy" in out
-    assert "validation: 20 pairs, held out of the training pairs" in out
+    assert "validation split: 20 pairs, held out of the training pairs" in out
     assert "recipe: closed-vocabulary (chosen by the corpus's size)" in out
     assert "epochs: 1 (given)" in out and "vocabulary: 120 subwords (given)" in out
     config = json.loads((run / "config.json").read_text())
@@ -97,7 +97,7 @@ def test_gzip_shards_by_glob_with_given_splits_remove_their_sources(tmp_path: Pa
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert "de -> en" in result.stdout
-    assert "validation: 35 pairs, given" in result.stdout
+    assert "validation split: 35 pairs, given" in result.stdout
     assert "removed from training: " in result.stdout
     config = json.loads((run / "config.json").read_text())
     assert config["valid"] == [str(tmp_path / "dev.de"), str(tmp_path / "dev.en")]

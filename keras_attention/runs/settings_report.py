@@ -49,7 +49,7 @@ def settings_lines(given, config, run_corpus) -> list[str]:
     ]
     for split in ("val", "test"):
         count = len(run_corpus.corpus[split][0])
-        name = "validation" if split == "val" else "test"
+        name = "validation split" if split == "val" else "test split"
         how = "held out of the training pairs" if split in run_corpus.held_out else "given"
         lines.append(f"{name}: {count:,} pairs, {how}")
     if run_corpus.removed:
