@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import keras
 
 from keras_attention.core.atomic_files import move_folder_into_place
-from keras_attention.models.run_folder import DEFAULT_ALPHA, DEFAULT_BEAM_SIZE, read_json_object
+from keras_attention.models.run_folder import read_json_object, search_settings
 from keras_attention.training.checkpoints import check_layouts, load_weights_file
 
 if TYPE_CHECKING:
@@ -185,16 +185,7 @@ def preset_beam_search(preset_dir: str | os.PathLike) -> tuple[int, float]:
         FileNotFoundError: naming a missing `metadata.json`.
         ValueError: naming it if it is corrupt or holds an invalid value.
     """
-    path = Path(preset_dir) / METADATA_FILE
-    metadata = read_preset_metadata(preset_dir)
-    beam_size, alpha = metadata.get("beam_size"), metadata.get("alpha")
-    beam_size = DEFAULT_BEAM_SIZE if beam_size is None else beam_size
-    alpha = DEFAULT_ALPHA if alpha is None else alpha
-    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size in {path} must be an integer >= 1; got {beam_size!r}")
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or alpha < 0:
-        raise ValueError(f"alpha in {path} must be a number >= 0; got {alpha!r}")
-    return beam_size, float(alpha)
+    return search_settings(read_preset_metadata(preset_dir), Path(preset_dir) / METADATA_FILE)
 
 
 def load_preset_folder_model(

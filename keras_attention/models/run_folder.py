@@ -137,8 +137,17 @@ def run_beam_search(run_dir: str | os.PathLike) -> tuple[int, float]:
     path = Path(run_dir) / CONFIG_FILE
     if not path.is_file():
         return DEFAULT_BEAM_SIZE, DEFAULT_ALPHA
-    config = read_run_config(run_dir)
-    beam_size, alpha = config.get("beam_size"), config.get("alpha")
+    return search_settings(read_run_config(run_dir), path)
+
+
+def search_settings(recorded: dict, path: Path) -> tuple[int, float]:
+    """`(beam_size, alpha)` from a run's `config.json` or a preset's `metadata.json`
+    (`recorded`, read from `path`), the defaults where it records none.
+
+    Raises:
+        ValueError: naming `path` if a value is invalid.
+    """
+    beam_size, alpha = recorded.get("beam_size"), recorded.get("alpha")
     beam_size = DEFAULT_BEAM_SIZE if beam_size is None else beam_size
     alpha = DEFAULT_ALPHA if alpha is None else alpha
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
