@@ -29,7 +29,11 @@ from typing import TYPE_CHECKING
 import keras
 
 from keras_attention.core.atomic_files import move_folder_into_place
-from keras_attention.models.run_folder import read_json_object, search_settings
+from keras_attention.models.run_folder import (
+    load_tokenizer_file,
+    read_json_object,
+    search_settings,
+)
 from keras_attention.training.checkpoints import check_layouts, load_weights_file
 
 if TYPE_CHECKING:
@@ -240,17 +244,10 @@ def load_preset_tokenizer(preset_dir: str | os.PathLike) -> "SubwordTokenizer":
         FileNotFoundError: naming the missing file (a preset saved without a tokenizer).
         ValueError: naming it if it is corrupt.
     """
-    from keras_attention.data.tokenizer import SubwordTokenizer
-
     path = Path(preset_dir) / TOKENIZER_FILE
     if not path.is_file():
         raise FileNotFoundError(
             f"no tokenizer at {path}; the preset was saved without one (save_to_preset(model, "
             "preset_dir, tokenizer))"
         )
-    try:
-        return SubwordTokenizer.load(path)
-    except ValueError as error:
-        raise ValueError(
-            f"{path} is corrupt or not a SentencePiece model of this library: {error}"
-        ) from error
+    return load_tokenizer_file(path)

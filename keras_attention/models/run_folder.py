@@ -164,9 +164,18 @@ def load_run_tokenizer(run_dir: str | os.PathLike) -> "SubwordTokenizer":
         FileNotFoundError: if the file is missing (naming it).
         ValueError: naming it if it is corrupt (not a SentencePiece model of this library).
     """
+    return load_tokenizer_file(Path(run_dir) / TOKENIZER_FILE)
+
+
+def load_tokenizer_file(path: Path) -> "SubwordTokenizer":
+    """The tokenizer saved at `path` (and its recaser beside it).
+
+    Raises:
+        FileNotFoundError: naming `path` if it is missing.
+        ValueError: naming it if it is corrupt (not a SentencePiece model of this library).
+    """
     from keras_attention.data.tokenizer import SubwordTokenizer
 
-    path = Path(run_dir) / TOKENIZER_FILE
     try:
         return SubwordTokenizer.load(path)
     except ValueError as error:
