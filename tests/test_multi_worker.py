@@ -19,26 +19,36 @@ TIMEOUT = 300
 WORKER_PROGRAMS = ("multi_worker_fit.py", "multi_worker_repro.py", "tools/train.py")
 
 
-def running_workers() -> list[str]:
-    """Command lines of live processes that run a worker program of these tests."""
+MARK = "KERAS_ATTENTION_TEST_MARK"
+
+
+def running_workers(mark: str) -> list[str]:
+    """Command lines of live processes that run a worker program and were started by this test.
+
+    A test's processes inherit `MARK=mark` from it; processes of tests running beside it in
+    other pytest workers do not, so they are never counted here.
+    """
     found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+    for folder in Path("/proc").glob("[0-9]*"):
         try:
-            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # the process ended meanwhile
+            text = (folder / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            environment = (folder / "environ").read_bytes().split(b"\0")
+            status = (folder / "stat").read_text(errors="replace")
+        except OSError:  # the process ended meanwhile, or is not ours to read
             continue
-        status = cmdline.with_name("stat").read_text(errors="replace") if text else ""
         zombie = status.rpartition(")")[2].split()[:1] == ["Z"]
-        ours = "multi_worker_repro.py" in text or "pytest-of-" in text  # in a test folder
+        ours = f"{MARK}={mark}".encode() in environment
         if not zombie and ours and any(name in text for name in WORKER_PROGRAMS):
             found.append(text)
     return found
 
 
 @pytest.fixture(autouse=True)
-def no_worker_left_behind():
+def no_worker_left_behind(monkeypatch, request):
+    mark = f"{os.getpid()}-{request.node.nodeid}"
+    monkeypatch.setenv(MARK, mark)
     yield
-    assert running_workers() == []
+    assert running_workers(mark) == []
 
 
 def run_cluster(out: Path, mode: str, **kwargs) -> list:
