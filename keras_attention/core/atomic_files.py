@@ -16,6 +16,13 @@ unset, a point costs one comparison. The named points:
 - `backup`: inside a backup, between the renames of its weights and of its metadata;
 - `epoch_end`: an epoch's checkpoint, scores and log row written, its backup not yet;
 - `export`: the SavedModel exported, `bleu.json` not yet updated.
+
+Disk-full injection: with `KERAS_ATTENTION_DISK_FULL=PATTERN:N`, the N-th time the process
+reaches a point matching `PATTERN`, the disk "fills up" for it: its file size limit drops to 0
+(`RLIMIT_FSIZE`, with `SIGXFSZ` ignored), so from then on every write of a byte fails with
+`OSError` (`EFBIG`), as writes to a full disk fail with `ENOSPC`. With
+`KERAS_ATTENTION_DISK_FULL_BYTES=B`, files may still grow to B bytes: a larger file fails
+half-written, as on a disk that fills during the write. POSIX only.
 """
 
 import contextlib
@@ -28,35 +35,52 @@ from collections.abc import Iterator
 from pathlib import Path
 
 FAULT_VARIABLE = "KERAS_ATTENTION_FAULT"
+DISK_FULL_VARIABLE = "KERAS_ATTENTION_DISK_FULL"
+DISK_FULL_BYTES_VARIABLE = "KERAS_ATTENTION_DISK_FULL_BYTES"
 
 
-def _parse_fault(text: str | None) -> tuple[str, int] | None:
+def _parse_fault(text: str | None, variable: str = FAULT_VARIABLE) -> tuple[str, int] | None:
     if not text:
         return None
     pattern, _, count = text.rpartition(":")
     if not pattern or not count.isdigit() or int(count) < 1:
-        raise ValueError(f"{FAULT_VARIABLE} must look like POINT:N with N >= 1; got {text!r}")
+        raise ValueError(f"{variable} must look like POINT:N with N >= 1; got {text!r}")
     return pattern, int(count)
 
 
 _FAULT = _parse_fault(os.environ.get(FAULT_VARIABLE))
-_fault_hits = 0
+_DISK_FULL = _parse_fault(os.environ.get(DISK_FULL_VARIABLE), DISK_FULL_VARIABLE)
+_hits = {FAULT_VARIABLE: 0, DISK_FULL_VARIABLE: 0}
+
+
+def _reached(variable: str, fault: tuple[str, int] | None, name: str) -> bool:
+    """Whether point `name` is the one `fault` (`(pattern, count)`) names, counting hits."""
+    if fault is None or not fnmatch.fnmatchcase(name, fault[0]):
+        return False
+    _hits[variable] += 1
+    return _hits[variable] == fault[1]
+
+
+def _fill_the_disk() -> None:
+    """From now on every write of a byte by this process fails (see the module's docstring)."""
+    import resource
+
+    limit = int(os.environ.get(DISK_FULL_BYTES_VARIABLE) or 0)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
 
 
 def fault_point(name: str) -> None:
-    """SIGKILLs this process if `KERAS_ATTENTION_FAULT` says to die here (see the module's
-    docstring); does nothing when it is unset."""
-    global _fault_hits
-    if _FAULT is None:
-        return
-    pattern, count = _FAULT
-    if fnmatch.fnmatchcase(name, pattern):
-        _fault_hits += 1
-        if _fault_hits == count:
-            kill = getattr(signal, "SIGKILL", None)
-            if kill is None:  # Windows
-                os._exit(137)
-            os.kill(os.getpid(), kill)
+    """SIGKILLs this process if `KERAS_ATTENTION_FAULT` says to die here, or fills its disk if
+    `KERAS_ATTENTION_DISK_FULL` says so (see the module's docstring); does nothing when they
+    are unset."""
+    if _reached(DISK_FULL_VARIABLE, _DISK_FULL, name):
+        _fill_the_disk()
+    if _reached(FAULT_VARIABLE, _FAULT, name):
+        kill = getattr(signal, "SIGKILL", None)
+        if kill is None:  # Windows
+            os._exit(137)
+        os.kill(os.getpid(), kill)
 
 
 @contextlib.contextmanager
@@ -65,12 +89,13 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
 
     The temporary name ends with `suffix` (or `path`'s own suffixes when empty), for writers
     that choose the format from the extension (`model.save`, `save_weights`). If the block
-    raises, the temporary file is removed and `path` is left as it was.
+    raises, the temporary file is removed and `path` is left as it was; an `OSError` of the
+    block that names no file (a full disk, say) is raised again naming `path`.
 
     Example:
 
-    >>> with atomic_path("run/checkpoints/epoch_003.weights.h5") as tmp:
-    ...     model.save_weights(tmp)
+    >>> with atomic_path("run/model.keras") as tmp:
+    ...     model.save(tmp)
     """
     path = Path(path)
     suffix = suffix or "".join(path.suffixes)
@@ -78,7 +103,12 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     os.close(handle)
     os.remove(name)  # writers such as h5py refuse some existing files; they create it
     try:
-        yield Path(name)
+        try:
+            yield Path(name)
+        except OSError as error:
+            if error.filename is not None or error.errno is None:
+                raise
+            raise OSError(error.errno, error.strerror, str(path)) from error
         fault_point(f"write:{path.name}")
         os.replace(name, path)
     finally:

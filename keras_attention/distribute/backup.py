@@ -11,6 +11,7 @@ import keras
 import numpy as np
 
 from keras_attention.core.atomic_files import fault_point
+from keras_attention.core.weights_file import write_weights_file
 
 
 class ClusterBackupAndRestore(keras.callbacks.BackupAndRestore):
@@ -180,7 +181,7 @@ class ClusterBackupAndRestore(keras.callbacks.BackupAndRestore):
         os.makedirs(folder, exist_ok=True)
         weights, metadata = self._paths(folder)
         new_weights = os.path.join(folder, f"new.{os.path.basename(weights)}")
-        self.model.save_weights(new_weights, overwrite=True)
+        write_weights_file(self.model, new_weights)
         state = {"epoch": self._current_epoch, "batch": self._batches_done}
         if self.model.optimizer is not None:
             state["iterations"] = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import keras
 
-from keras_attention.core.atomic_files import atomic_path, temporary_files, write_text_atomically
+from keras_attention.core.atomic_files import temporary_files, write_text_atomically
 from keras_attention.core.checks import check_int_at_least
+from keras_attention.core.weights_file import save_weights_atomically
 from keras_attention.distribute.backup import ClusterBackupAndRestore
 from keras_attention.training.event_files import trim_event_files
 
@@ -44,8 +45,7 @@ class EpochCheckpoint(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         self.folder.mkdir(parents=True, exist_ok=True)
-        with atomic_path(self.folder / f"epoch_{epoch + 1:03d}.weights.h5") as tmp:
-            self.model.save_weights(tmp)
+        save_weights_atomically(self.model, self.folder / f"epoch_{epoch + 1:03d}.weights.h5")
         if self.keep is None:
             return
         for path in self.folder.glob("epoch_*.weights.h5"):
