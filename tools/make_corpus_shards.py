@@ -60,4 +60,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from keras_attention.cli import run_tool
+
+    run_tool(main)

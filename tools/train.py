@@ -436,4 +436,6 @@ def report(result: "TrainResult", export: bool) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from keras_attention.cli import run_tool
+
+    run_tool(main, "the run folder resumes with the same command")

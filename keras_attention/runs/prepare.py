@@ -2,6 +2,7 @@
 tokenizer, batches, strategy and the run's folder (`prepare_run`).
 """
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -42,6 +43,7 @@ from keras_attention.runs.folder import (
     remove_temporary_files,
 )
 from keras_attention.runs.rounds import in_memory_rounds, stream_rounds
+from keras_attention.runs.run_lock import RunLock, lock_run_folder
 from keras_attention.runs.settings_report import settings_lines
 
 logger = logging.getLogger(__name__)
@@ -304,6 +306,8 @@ class PreparedRun:
         data: the corpus, tokenizer and batches.
         settings: the corpus and the chosen settings, one short line each
             (`settings_lines`).
+        lock: the chief's lock of `output_dir` (`lock_run_folder`), held while this object
+            lives; `None` on the other workers.
     """
 
     config: TrainConfig
@@ -313,16 +317,21 @@ class PreparedRun:
     is_chief: bool
     data: RunData
     settings: list[str] = dataclasses.field(default_factory=list)
+    lock: RunLock | None = dataclasses.field(default=None, repr=False)
 
 
 def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
     """Checks everything a run needs, then writes its `config.json` and `tokenizer.model`.
 
-    Everything that can be wrong with the settings, the corpus or the output folder is found
-    before anything is written, so a start that fails leaves nothing that a later run would
-    pick up: settings (`TrainConfig.validate`, the model's overrides), the folder
-    (`inspect_run_folder`: another run's folder is refused unless `overwrite`), the corpus,
-    the tokenizer (learned in memory, or the saved one when resuming) and the batches.
+    First of all, the process that writes the output folder (the chief, in a multi-worker
+    cluster) locks it (`lock_run_folder`): a second run on the folder is refused before any
+    work, the lock is held while the returned `PreparedRun` lives. Everything that can be
+    wrong with the settings, the corpus or the output folder is then found before anything
+    is written, so a start that fails leaves nothing that a later run would pick up (nor the
+    folder, if the lock created it): settings (`TrainConfig.validate`, the model's
+    overrides), the folder (`inspect_run_folder`: another run's folder is refused unless
+    `overwrite`), the corpus, the tokenizer (learned in memory, or the saved one when
+    resuming) and the batches.
 
     Args:
         config: the run's settings.
@@ -332,9 +341,38 @@ def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
         A `PreparedRun`, for `train_prepared`.
 
     Raises:
+        RunFolderInUseError: another process holds the output folder's lock (naming it).
         ValueError: naming the setting, file or folder at fault.
-        OSError: a corpus file cannot be read.
+        OSError: a corpus file cannot be read, or the output folder cannot be created (it
+            is a file, say).
     """
+    output_dir = Path(config.output_dir)
+    created = _missing_folders(output_dir)
+    cluster = read_tf_config()  # the chief as `is_chief` will find it, before the strategy
+    lock = lock_run_folder(output_dir) if cluster is None or cluster.is_chief else None
+    try:
+        run = _prepare_run(config, overwrite)
+    except BaseException:
+        del lock  # released unless another `PreparedRun` of this process holds it
+        for folder in created:
+            with contextlib.suppress(OSError):  # not empty: the start wrote before it failed
+                folder.rmdir()
+        raise
+    run.lock = lock
+    return run
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """`folder` and its missing parents, deepest first, if `folder` does not exist."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _prepare_run(config: TrainConfig, overwrite: bool) -> PreparedRun:
+    """`prepare_run` once the output folder is locked."""
     given = config
     spec = corpus_spec(config)  # files named but missing fail here, before TensorFlow runs
     # Before TensorFlow runs any op: a multi-worker strategy must exist first.
