@@ -69,6 +69,10 @@ def run_tool(main: Callable[[], object], interrupted: str = INTERRUPTED_STATE) -
       the main thread, so that `finally` blocks run); either ends it with one line on stderr,
       `error: interrupted by SIGINT; <interrupted>`, and exit status 128 + the signal's
       number: 130 for SIGINT, 143 for SIGTERM. A second signal while it ends kills it.
+    - A failure of the storage (a full disk, a read-only or forbidden folder, a broken
+      device: `keras_attention.core.io_errors.storage_error_line`) ends it with one line
+      naming the file and the cause, exit status 2, whatever wrote the file (Python, h5py or
+      TensorFlow).
     - `main`'s own exit (`fail`, `sys.exit`) and its bugs (with their traceback) are kept.
 
     A signal that this process was started ignoring (a background job's SIGINT, `nohup`) stays
@@ -96,6 +100,13 @@ def run_tool(main: Callable[[], object], interrupted: str = INTERRUPTED_STATE) -
         print(f"error: interrupted by {signal.Signals(signum).name}; {interrupted}",
               file=sys.stderr)  # fmt: skip
         sys.exit(128 + signum)
+    except Exception as error:
+        from keras_attention.core.io_errors import storage_error_line
+
+        line = storage_error_line(error)
+        if line is None:
+            raise
+        fail(f"{line}; nothing is half-written: free space (or fix permissions), run it again")
     sys.exit(0)
 
 

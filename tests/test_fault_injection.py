@@ -1,7 +1,8 @@
 """Fault injection, the CI's fast mode: a tiny `tools/train.py` run by steps, in 2 rounds,
 SIGKILLed twice (its round-1 checkpoint half-written, then the end of round 2 with its log row
 written but not its backup), then completed: every file of its folder loads and its weights
-are an uninterrupted run's; and another killed in the middle of round 2, resumed by step.
+are an uninterrupted run's; another killed in the middle of round 2, resumed by step; and one
+whose disk fills up (it ends with one `error:` line, then completes once there is space).
 
 The long mode (25 points) is `python tools/benchmark.py faults`. The checks themselves must be
 able to fail: damaged copies of a finished folder are reported.
@@ -29,15 +30,20 @@ EPOCHS = 2
 # Killed at its 10th step, a start resumes from the step backup after step 8 (a backup every
 # 4 steps), in the middle of round 2, which crosses a pass end (passes of 9 batches).
 MID_ROUND = FaultPoint("mid round 2, across a pass end", ("step:10",))
+# The disk fills up after step 5: files may grow to 100 KB, so the step backup after step 8
+# (about 230 KB) fails half-written, where h5py used to end the process with a segmentation
+# fault. The start must end with one `error:` line; once there is space, the run completes.
+DISK_FULL = FaultPoint("disk full mid round 1, a step backup half-written", ("full:step:5@100000",))
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory):
     """The fast mode, its folders kept, trained by steps (2 rounds of 6 steps over passes of
-    9 batches): one uninterrupted run, its point of two kills, and a kill in mid-round."""
+    9 batches): one uninterrupted run, its point of two kills, a kill in mid-round, and a disk
+    that fills up."""
     work_dir = tmp_path_factory.mktemp("faults")
     config = FaultConfig(
-        (*FAST_POINTS, MID_ROUND), work_dir=str(work_dir), epochs=EPOCHS, round_steps=6,
+        (*FAST_POINTS, MID_ROUND, DISK_FULL), work_dir=str(work_dir), epochs=EPOCHS, round_steps=6,
         export=False, references=1,
     )  # fmt: skip
     return run_fault_injection(config, progress=None), work_dir
@@ -53,7 +59,7 @@ def test_a_run_killed_twice_completes_whole_with_the_uninterrupted_weights(repor
     # On CPU a resumed run repeats the uninterrupted one exactly (same batches, same
     # dropout masks, same optimizer state).
     assert result.difference == 0.0
-    assert (report.tried, report.survived) == (2, 2), format_report(report)
+    assert (report.tried, report.survived) == (3, 3), format_report(report)
 
 
 def test_a_step_run_killed_mid_round_resumes_by_step(report):
@@ -63,6 +69,16 @@ def test_a_step_run_killed_mid_round_resumes_by_step(report):
     assert result.killed == [True] and result.completed, result.output
     assert result.problems == []
     assert result.difference == 0.0  # the uninterrupted weights
+
+
+def test_a_full_disk_ends_the_run_with_one_line_and_it_then_completes(report):
+    report, _ = report
+    result = report.results[2]
+    assert result.point == DISK_FULL
+    assert result.killed == [True], "the start did not end with exactly one error line"
+    assert result.completed, result.output
+    assert result.problems == []
+    assert result.difference == 0.0
 
 
 @pytest.fixture

@@ -4,12 +4,15 @@ again, and check that the run folder is whole and the weights are those of a run
 A point is one or more kills of the same run folder, one per start, then a start that must
 complete. Each kill is either a `KERAS_ATTENTION_FAULT` value (the process kills itself at a
 named point, see `keras_attention.core.atomic_files.fault_point`: `write:<file>`, `step`,
-`backup`, `epoch_end`, `export`) or `watch:<glob>` (this process kills it once a path
-matching the glob appears in the run folder). After the completing start, every file of the
-folder must load (`check_run_folder`), and its last checkpoint and `model.keras` must hold
-the weights of an uninterrupted run made first; two uninterrupted runs measure the
-run-to-run nondeterminism, which the difference may not exceed (by more than
-`FaultConfig.tolerance`).
+`backup`, `epoch_end`, `export`), `watch:<glob>` (this process kills it once a path
+matching the glob appears in the run folder), or `full:<POINT:N>[@BYTES]` (the disk fills up
+at that point, `KERAS_ATTENTION_DISK_FULL`: every later write fails, or, with `@BYTES`, every
+file larger than BYTES fails half-written; the start must then end by itself with one
+`error:` line naming the file and the cause, a non-zero status and no traceback or crash).
+After the completing start, every file of the folder must load (`check_run_folder`), and
+its last checkpoint and `model.keras` must hold the weights of an uninterrupted run made
+first; two uninterrupted runs measure the run-to-run nondeterminism, which the difference
+may not exceed (by more than `FaultConfig.tolerance`).
 
 `FAST_POINTS` is the CI's short check (tests/test_fault_injection.py); `LONG_POINTS` (25
 points) runs from `python tools/benchmark.py faults`.
@@ -32,10 +35,15 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_attention.core.atomic_files import FAULT_VARIABLE
+from keras_attention.core.atomic_files import (
+    DISK_FULL_BYTES_VARIABLE,
+    DISK_FULL_VARIABLE,
+    FAULT_VARIABLE,
+)
 
 TRAIN_SCRIPT = Path(__file__).resolve().parents[1] / "train.py"
 WATCH = "watch:"
+FULL = "full:"
 # A tiny run of the generated corpus: 3 epochs of 9 batches, backups every 4 steps.
 TINY_ARGUMENTS = (
     "--train-pairs", "300", "--vocabulary-size", "120", "--max-tokens", "512",
@@ -52,8 +60,9 @@ class FaultPoint:
 
     Attributes:
         name: what is interrupted, for the report.
-        kills: per killed start, a `KERAS_ATTENTION_FAULT` value (`POINT:N`) or
-            `watch:<glob>` (a path under the run folder).
+        kills: per killed start, a `KERAS_ATTENTION_FAULT` value (`POINT:N`),
+            `watch:<glob>` (a path under the run folder) or `full:POINT:N[@BYTES]` (the
+            disk fills up there).
     """
 
     name: str
@@ -68,6 +77,17 @@ FAST_POINTS = (
         "epoch-1 checkpoint write, then epoch-2 log row before its backup",
         ("write:epoch_001.weights.h5:1", "epoch_end:2"),
     ),
+)
+# The disk fills up: every later write fails (`@BYTES`: files grow to BYTES bytes, then fail
+# half-written; the tiny run's weights files are about 230 KB, its tokenizer 240 KB).
+DISK_FULL_POINTS = (
+    FaultPoint("disk full mid epoch 1: a step backup half-written", ("full:step:5@100000",)),
+    FaultPoint("disk full at epoch 1's end: its backup", ("full:epoch_end:1",)),
+    FaultPoint("disk full after the config: the tokenizer", ("full:write:config.json:1",)),
+    FaultPoint("disk full at epoch 1's checkpoint", ("full:write:validation_bleu.json:1",)),
+    FaultPoint("disk full at the choice of weights", ("full:write:bleu.json:1",)),
+    FaultPoint("disk full writing model.keras", ("full:write:test_metrics.json:1@100000",)),
+    FaultPoint("disk full at the export", ("full:write:model.keras:1",)),
 )
 # 3 epochs of 9 batches, backups after steps 4 and 8 and at each epoch end (3 per epoch).
 LONG_POINTS = (
@@ -102,6 +122,7 @@ LONG_POINTS = (
     FaultPoint(
         "two kills: model.keras write, then the export", ("write:model.keras:1", "export:1")
     ),
+    *DISK_FULL_POINTS,
 )
 
 
@@ -233,12 +254,34 @@ def train_command(config: FaultConfig, output_dir: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def _environment(fault: str | None) -> dict[str, str]:
+def _environment(fault: str | None, disk_full: str | None = None) -> dict[str, str]:
+    """This process's environment with `fault` (a kill point) or `disk_full`
+    (`POINT:N[@BYTES]`) set, and any inherited fault variable removed."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
-    env.pop(FAULT_VARIABLE, None)
+    for name in (FAULT_VARIABLE, DISK_FULL_VARIABLE, DISK_FULL_BYTES_VARIABLE):
+        env.pop(name, None)
     if fault is not None:
         env[FAULT_VARIABLE] = fault
+    if disk_full is not None:
+        point, _, size = disk_full.partition("@")
+        env[DISK_FULL_VARIABLE] = point
+        if size:
+            env[DISK_FULL_BYTES_VARIABLE] = size
     return env
+
+
+def failed_cleanly(done: subprocess.CompletedProcess) -> bool:
+    """Whether a start that met a fault it cannot survive ended as a tool should: by itself
+    (no signal, no crash), with a non-zero status, no traceback and exactly one `error:`
+    line that names a storage cause."""
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    return (
+        done.returncode > 0
+        and "Traceback" not in done.stderr
+        and "Fatal Python error" not in done.stderr
+        and len(errors) == 1
+        and "errno" in errors[0]
+    )
 
 
 def run_to_completion(command: list[str], timeout: float) -> subprocess.CompletedProcess:
@@ -251,7 +294,13 @@ def run_to_completion(command: list[str], timeout: float) -> subprocess.Complete
 
 def run_killed(command: list[str], kill: str, output_dir: Path, timeout: float) -> bool:
     """Runs `command` with kill `kill` (see `FaultPoint`); returns whether it was killed
-    (`False`: it ended by itself first)."""
+    (`False`: it ended by itself first); for a full disk, whether it `failed_cleanly`."""
+    if kill.startswith(FULL):
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout, check=False,
+            env=_environment(None, kill[len(FULL) :]),
+        )  # fmt: skip
+        return failed_cleanly(done)
     watch = kill[len(WATCH) :] if kill.startswith(WATCH) else None
     process = subprocess.Popen(
         command,
