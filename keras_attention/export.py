@@ -28,7 +28,7 @@ import keras
 import tensorflow as tf
 
 from keras_attention.chunks import map_length_sorted_chunks
-from keras_attention.core.atomic_files import move_folder_into_place
+from keras_attention.core.atomic_files import json_text, move_folder_into_place
 from keras_attention.core.checks import check_int_at_least
 from keras_attention.core.special_tokens import EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
@@ -530,7 +530,7 @@ def export_translator(
             "beam_size": translator.beam_size,
             "alpha": translator.alpha,
         }
-        (staging / "model" / METADATA_FILE).write_text(json.dumps(described, indent=2) + "\n")
+        (staging / "model" / METADATA_FILE).write_text(json_text(described))
         move_folder_into_place(staging, target, overwrite)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

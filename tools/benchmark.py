@@ -98,6 +98,7 @@ from benchmarks.train_throughput import (
 )
 
 from keras_attention.cli import VERBOSE_HELP
+from keras_attention.core.atomic_files import json_text
 from keras_attention.models.presets import PRESETS
 
 TRAIN_DEFAULTS = TrainBenchmarkConfig()
@@ -367,7 +368,7 @@ def main(argv: list[str] | None = None) -> None:
     result = args.run(args)
     if getattr(args, "json", None):
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        args.json.write_text(json_text(result))
         print("results:", args.json)
 
 

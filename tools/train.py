@@ -58,6 +58,7 @@ from keras_attention.runs.recipes import RECIPE_NAMES
 
 if TYPE_CHECKING:
     from keras_attention.runs.train import TrainResult
+    from keras_attention.training.divergence import TrainingDivergedError
 
 DEFAULTS = TrainConfig()
 # The option of each `TrainConfig` field whose name differs from `--<field-name>`.
@@ -376,6 +377,16 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
     return config, args.export, args.overwrite
 
 
+def divergence_message(error: "TrainingDivergedError", config: TrainConfig) -> str:
+    """The one-line error of a run whose training diverged, with the options to change."""
+    return (
+        f"{error.summary}: {error.reason}. Nothing of the diverged steps was saved: the run "
+        "folder keeps its last backup and checkpoints, and no model.keras or export. Try a "
+        f"lower --learning-rate-scale (this run: {config.learning_rate_scale}) or more "
+        f"--warmup-steps (this run: {config.warmup_steps}), with --overwrite to start again"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     # TensorFlow's INFO lines (one per collective set up across workers) drown the run's own.
@@ -386,6 +397,7 @@ def main(argv: list[str] | None = None) -> None:
     # Imported once the arguments parse: they load TensorFlow.
     from keras_attention.runs.prepare import prepare_run
     from keras_attention.runs.train import train_prepared
+    from keras_attention.training.divergence import TrainingDivergedError
 
     started = time.monotonic()
     # User errors (settings, corpus files, another run's folder) are all found here, before
@@ -398,7 +410,10 @@ def main(argv: list[str] | None = None) -> None:
     for line in run.settings:
         print(line)
     sys.stdout.flush()
-    result = train_prepared(run)
+    try:
+        result = train_prepared(run)
+    except TrainingDivergedError as error:
+        fail(divergence_message(error, run.config))
     try:
         report(result, export)
     finally:
@@ -414,13 +429,15 @@ def report(result: "TrainResult", export: bool) -> None:
     if not result.is_chief:
         print("non-chief worker: its files went to a temporary folder, removed at the end")
     print("config:", json.dumps(dataclasses.asdict(config)))
-    print("test:", json.dumps({k: round(float(v), 4) for k, v in result.test_metrics.items()}))
+    metrics = result.test_metrics.items()  # a metric that was not a number is None (null)
+    print("test:", json.dumps({k: None if v is None else round(float(v), 4) for k, v in metrics}))
     print("model:", result.model_path)
     if result.selection is not None:
         chosen = result.selection
         print(f"final weights, chosen on the validation split: {chosen.name}")
         for name, scores in chosen.validation.items():
-            print(f"  {name}: " + ", ".join(f"{k} {v:.2f}" for k, v in scores.items()))
+            shown = {k: "null" if v is None else f"{v:.2f}" for k, v in scores.items()}
+            print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in shown.items()))
     if not export:
         return
     check = export_and_evaluate(result)

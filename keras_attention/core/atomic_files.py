@@ -28,6 +28,7 @@ half-written, as on a disk that fills during the write. POSIX only.
 import contextlib
 import fnmatch
 import json
+import math
 import os
 import signal
 import tempfile
@@ -143,9 +144,43 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> None:
     write_bytes_atomically(path, text.encode("utf-8"))
 
 
+def finite_json_values(data: object) -> object:
+    """`data` with every float that is not a finite number (NaN, an infinity) turned into
+    `None`, in nested dicts, lists and tuples too (tuples become lists)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {key: finite_json_values(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite_json_values(value) for value in data]
+    return data
+
+
+def json_text(data: object, indent: int | None = 2) -> str:
+    """`data` as strict JSON text, ending with a newline.
+
+    `json.dumps` writes NaN and infinities as `NaN` and `Infinity`, which are not JSON: most
+    parsers refuse the file. Here they are written as `null` (`finite_json_values`), so a
+    metric that is not a number never makes an invalid file; readers of a score must accept
+    `null` for it.
+
+    Args:
+        data: what to write (dicts, lists, strings, numbers, booleans, `None`).
+        indent: as `json.dumps` (`None`: one line).
+
+    Returns:
+        The JSON text.
+
+    Raises:
+        TypeError: `data` holds a value that JSON cannot represent.
+    """
+    return json.dumps(finite_json_values(data), indent=indent, allow_nan=False) + "\n"
+
+
 def write_json_atomically(path: str | os.PathLike, data: object) -> None:
-    """Writes `data` as indented JSON to `path` atomically."""
-    write_text_atomically(path, json.dumps(data, indent=2) + "\n")
+    """Writes `data` as indented, strict JSON to `path` atomically: a float that is not a
+    finite number is written as `null` (see `json_text`)."""
+    write_text_atomically(path, json_text(data))
 
 
 def move_folder_into_place(staging: Path, target: Path, overwrite: bool) -> None:

@@ -127,6 +127,12 @@ class ClusterBackupAndRestore(keras.callbacks.BackupAndRestore):
         finally:
             self._continued_batches, self._keep_backup = 0, False
 
+    @property
+    def batches_before_fit(self) -> int:
+        """How many batches of the current epoch were trained before this `fit` (those of a
+        resumed epoch that `continuing_epoch` counts), from the epoch's start on."""
+        return self._epoch_offset
+
     def remove_backup(self) -> None:
         """Deletes the backup, as the end of training does (chief only, with
         `delete_checkpoint`)."""

@@ -19,7 +19,6 @@ one is saved or loaded.
 
 import datetime
 import importlib.metadata
-import json
 import os
 import shutil
 import tempfile
@@ -28,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import keras
 
-from keras_attention.core.atomic_files import move_folder_into_place
+from keras_attention.core.atomic_files import json_text, move_folder_into_place
 from keras_attention.models.run_folder import (
     load_tokenizer_file,
     read_json_object,
@@ -157,10 +156,10 @@ def save_to_preset(
         folder = staging / "model"
         folder.mkdir()
         config = _without_keys(keras.saving.serialize_keras_object(model), UNSAVED_CONFIG_KEYS)
-        (folder / CONFIG_FILE).write_text(json.dumps(config, indent=4), encoding="utf-8")
+        (folder / CONFIG_FILE).write_text(json_text(config, indent=4), encoding="utf-8")
         model.save_weights(folder / WEIGHTS_FILE)
         metadata = preset_metadata(model, beam_size, alpha, source_language, target_language)
-        (folder / METADATA_FILE).write_text(json.dumps(metadata, indent=4), encoding="utf-8")
+        (folder / METADATA_FILE).write_text(json_text(metadata, indent=4), encoding="utf-8")
         if tokenizer is not None:
             (folder / TOKENIZER_FILE).parent.mkdir(parents=True)
             tokenizer.save(folder / TOKENIZER_FILE)

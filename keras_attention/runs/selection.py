@@ -50,14 +50,15 @@ def epoch_checkpoints(directory: str | os.PathLike) -> dict[int, Path]:
 
 def candidate_checkpoints(
     checkpoints: dict[int, Path],
-    epoch_bleu: dict[int, float],
+    epoch_bleu: dict[int, float | None],
     average: Sequence[int] = (5,),
 ) -> dict[str, list[Path]]:
     """The candidates' checkpoint files, by name.
 
     Args:
         checkpoints: epoch number -> checkpoint file (`epoch_checkpoints`).
-        epoch_bleu: epoch number -> validation BLEU, for the epochs that were scored.
+        epoch_bleu: epoch number -> validation BLEU, for the epochs that were scored (`None`,
+            a score that was not a number, counts as not scored).
         average: the K of the averages of the last K and of the best K checkpoints; a K
             larger than the number of checkpoints (or of scored ones) is left out.
 
@@ -66,7 +67,8 @@ def candidate_checkpoints(
         epoch's own weights, `"last"`, are the model's and need no file).
     """
     candidates = {}
-    scored = [epoch for epoch in sorted(epoch_bleu, key=epoch_bleu.get) if epoch in checkpoints]
+    bleu = {e: b for e, b in epoch_bleu.items() if b is not None and e in checkpoints}
+    scored = sorted(bleu, key=bleu.get)
     if scored:
         candidates["best"] = [checkpoints[scored[-1]]]
     epochs = list(checkpoints)

@@ -113,6 +113,7 @@ def _already_exported(record: dict, export_path: Path, beam_size: int, alpha: fl
         record.get("exported") == str(export_path)
         and (export_path / "saved_model.pb").is_file()
         and {"test", "signatures"} <= set(record)
+        and None not in record["test"].values()  # a score written as null is measured again
         and record.get("beam_size") == beam_size
         and record.get("alpha") == alpha
     )

@@ -133,7 +133,8 @@ class ValidationBleu(keras.callbacks.Callback):
             for number, values in self.state.get("scores", {}).items()
             if int(number) <= finished_epochs
         }
-        best = max(scores, key=lambda n: (scores[n]["bleu"], -int(n)), default=None)
+        scored = [n for n in scores if scores[n]["bleu"] is not None]  # null: not a number
+        best = max(scored, key=lambda n: (scores[n]["bleu"], -int(n)), default=None)
         self.state.update(
             scores=scores,
             best_epoch=None if best is None else int(best),

@@ -1,5 +1,5 @@
-"""The callbacks of a training run: checkpoints, logs, and the backup for resuming; and the
-repair of those files when a killed run resumes."""
+"""The callbacks of a training run: the divergence check, checkpoints, logs, and the backup for
+resuming; and the repair of those files when a killed run resumes."""
 
 import csv
 import os
@@ -13,10 +13,12 @@ from keras_attention.core.atomic_files import temporary_files, write_text_atomic
 from keras_attention.core.checks import check_int_at_least
 from keras_attention.core.weights_file import save_weights_atomically
 from keras_attention.distribute.backup import ClusterBackupAndRestore
+from keras_attention.training.divergence import DivergenceCheck
 from keras_attention.training.event_files import trim_event_files
 
 __all__ = [
     "ClusterBackupAndRestore",
+    "DivergenceCheck",
     "EpochCheckpoint",
     "repair_run_files",
     "training_callbacks",
@@ -62,9 +64,14 @@ def training_callbacks(
     before_logs: Sequence[keras.callbacks.Callback] = (),
     delete_backup: bool = True,
     keep_checkpoints: int | None = None,
+    vocabulary_size: int | None = None,
 ) -> list:
     """Keras callbacks that make a run resumable and observable, in this order:
 
+    - `DivergenceCheck`, first: a loss that is not a finite number or explodes, or weights
+      that are not finite at an epoch's end or a step backup, stop training with
+      `TrainingDivergedError` before a callback after it saves anything of that step or
+      epoch (the backup of the last good state stays);
     - `before_logs`, e.g. `ValidationBleu`, which adds its scores to the epoch's logs;
     - `EpochCheckpoint` of the weights after every epoch in `output_dir/checkpoints`
       (`epoch_001.weights.h5`, ...), for checkpoint averaging;
@@ -87,6 +94,8 @@ def training_callbacks(
         delete_backup: delete the backup when training ends (else the caller does, once
             what it does after training is done too).
         keep_checkpoints: keep only the last this many epoch checkpoints (`None`: all).
+        vocabulary_size: the V of `DivergenceCheck`'s loss limit, 10 ln(V) (default: the
+            model's `output_vocabulary_size`, else no limit: only non-finite losses count).
 
     Returns:
         The list of callbacks.
@@ -94,18 +103,25 @@ def training_callbacks(
     output_dir = Path(output_dir)
     backup_dir = output_dir / "backup" if backup_dir is None else Path(backup_dir)
     (output_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+    backup = ClusterBackupAndRestore(
+        backup_dir,
+        is_chief=is_chief,
+        save_freq="epoch" if backup_every_steps is None else backup_every_steps,
+        double_checkpoint=True,
+        delete_checkpoint=delete_backup,
+    )
+    divergence = DivergenceCheck(
+        vocabulary_size,
+        check_weights_every=backup_every_steps,
+        batch_offset=lambda: backup.batches_before_fit,
+    )
     return [
+        divergence,
         *before_logs,
         EpochCheckpoint(output_dir / "checkpoints", keep_checkpoints),
         keras.callbacks.TensorBoard(str(output_dir / "logs")),
         keras.callbacks.CSVLogger(str(output_dir / "training_log.csv"), append=True),
-        ClusterBackupAndRestore(
-            backup_dir,
-            is_chief=is_chief,
-            save_freq="epoch" if backup_every_steps is None else backup_every_steps,
-            double_checkpoint=True,
-            delete_checkpoint=delete_backup,
-        ),
+        backup,
     ]
 
 

@@ -334,7 +334,8 @@ def test_the_backup_comes_after_the_checkpoint_and_the_log(tmp_path: Path):
     callbacks = training_callbacks(tmp_path, before_logs=[KillAt(9, 9)])
     names = [type(callback).__name__ for callback in callbacks]
     assert names == [
-        "KillAt", "EpochCheckpoint", "TensorBoard", "CSVLogger", "ClusterBackupAndRestore",
+        "DivergenceCheck", "KillAt", "EpochCheckpoint", "TensorBoard", "CSVLogger",
+        "ClusterBackupAndRestore",
     ]  # fmt: skip
 
 
