@@ -101,12 +101,10 @@ def run_tool(main: Callable[[], object], interrupted: str = INTERRUPTED_STATE) -
               file=sys.stderr)  # fmt: skip
         sys.exit(128 + signum)
     except Exception as error:
-        from keras_attention.core.io_errors import storage_error_line
-
-        line = storage_error_line(error)
-        if line is None:
+        message = storage_failure(error)
+        if message is None:
             raise
-        fail(f"{line}; nothing is half-written: free space (or fix permissions), run it again")
+        fail(message)
     sys.exit(0)
 
 
@@ -175,7 +173,18 @@ def user_errors(*kinds: type[Exception]) -> Iterator[None]:
     try:
         yield
     except reported as error:
-        fail(str(error))
+        fail(storage_failure(error) or str(error))
+
+
+def storage_failure(error: BaseException) -> str | None:
+    """The message of a storage failure (`core.io_errors.storage_error_line`, with what to do),
+    or `None` if `error` is not one."""
+    from keras_attention.core.io_errors import storage_error_line
+
+    line = storage_error_line(error)
+    if line is None:
+        return None
+    return f"{line}; nothing is half-written: free space (or fix permissions), run it again"
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
