@@ -30,6 +30,7 @@ import tensorflow as tf
 from keras_attention.chunks import map_length_sorted_chunks
 from keras_attention.core.atomic_files import json_text, move_folder_into_place
 from keras_attention.core.checks import check_int_at_least
+from keras_attention.core.literal_paths import literal_path
 from keras_attention.core.special_tokens import EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.decoding import DEFAULT_EXTRA_LENGTH, beam_search, greedy_search
@@ -567,4 +568,5 @@ def load_exported(path: str | os.PathLike, signature: str = SIGNATURE_KEY):
     """
     import tensorflow_text  # noqa: F401 (registers the SentencePiece ops)
 
-    return tf.saved_model.load(str(path)).signatures[signature]
+    with literal_path(path) as readable:  # e.g. a folder named "run [1]"
+        return tf.saved_model.load(readable).signatures[signature]

@@ -27,18 +27,22 @@ OUTPUT_SUFFIXES = (".keras", ".weights.h5")
 DEFAULT_LAST = 5
 
 
-def check_output(output: str) -> None:
+def check_output(output: str, run_dir: str) -> None:
     """Checks, before any work, that `output` can be written: a `.keras` or `.weights.h5`
-    name in an existing, writable folder.
+    name in an existing, writable folder, and none of the run's files (its checkpoints, the
+    inputs) nor another run's (`runs.output_guard`).
 
     Raises:
         UserError: naming `--output` and what is wrong.
+        OutputGuardError: naming `--output` and the run file it would replace.
     """
     from keras_attention.cli import UserError, check_output_file
+    from keras_attention.runs import output_guard
 
     if not output.endswith(OUTPUT_SUFFIXES):
         raise UserError(f"--output must end with .keras or .weights.h5; got {output}")
     check_output_file(output, "--output")
+    output_guard.check_output_file(output, "--output", [run_dir])
 
 
 def checkpoint_paths(args: argparse.Namespace) -> list[Path]:
@@ -116,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
         fail(f"no run config at {config}; is {args.run_dir} a run of tools/train.py?")
     output = args.output or os.path.join(args.run_dir, "averaged.keras")
     with user_errors():
-        check_output(output)
+        check_output(output, args.run_dir)
     # Imported once the arguments are checked, so that their errors come first.
     from keras_attention.runs.files import build_run_model
     from keras_attention.training.checkpoints import average_checkpoints

@@ -45,10 +45,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         check_ctranslate2_output_dir,
         check_quantization,
     )
+    from keras_attention.runs.output_guard import check_output_folder
 
     with user_errors(ImportError, OSError, ValueError):
         check_quantization(args.quantization)
         check_output_dir(args.output_dir, "--output-dir")
+        inputs = [args.run_dir, os.path.join(args.run_dir, args.model_file)]
+        check_output_folder(args.output_dir, "--output-dir", inputs)
         check_ctranslate2_output_dir(args.output_dir, args.overwrite)
         if not os.path.isdir(args.run_dir):
             raise FileNotFoundError(f"the run folder {args.run_dir} does not exist")

@@ -17,6 +17,7 @@ work; errors are one line, `error: ...`, naming the argument or file, with exit 
 """
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -90,6 +91,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         resolve_model_argument,
         user_errors,
     )
+    from keras_attention.runs import output_guard
 
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
@@ -124,7 +126,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.hypotheses is not None:
         with user_errors():
             check_output_file(args.hypotheses, "--hypotheses")
+            output_guard.check_output_file(args.hypotheses, "--hypotheses", read_files(args))
     return args
+
+
+def read_files(args: argparse.Namespace) -> list:
+    """The files and folders the evaluation reads, that --hypotheses must not replace: the
+    model's (and the run's folder), the corpus folder and the run's own split files."""
+    from keras_attention.runs.files import locate_run_model, read_run_config
+    from keras_attention.runs.output_guard import corpus_inputs
+
+    inputs = [args.run_dir, args.saved_model, args.preset_dir, args.data_dir]
+    if args.run_dir is not None:
+        with contextlib.suppress(OSError, ValueError):  # reported when the model loads
+            inputs.append(locate_run_model(args.run_dir, args.model_file, args.checkpoint))
+        try:
+            config = read_run_config(args.run_dir)
+        except (OSError, ValueError):  # reported when the corpus loads
+            config = {}
+        splits = [config.get("valid") or [], config.get("test") or []]
+        inputs += [*corpus_inputs(p for pair in splits for p in pair), config.get("data_dir")]
+    return inputs
 
 
 def corpus_settings(args: argparse.Namespace) -> dict:

@@ -42,6 +42,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         read_input_lines,
         user_errors,
     )
+    from keras_attention.runs import output_guard
 
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_dir", help="a folder written by tools/train.py")
@@ -92,6 +93,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"{target} exists; pass --overwrite or another --version")
     with user_errors():
         check_output_dir(args.export_dir, "--export-dir")
+        output_guard.check_output_folder(
+            args.export_dir, "--export-dir", read_files(args),
+            allowed=[os.path.join(args.run_dir, "export")],
+        )  # fmt: skip
         args.warmup_sentences = None
         if args.warmup_file is not None:
             lines = [line for line in read_input_lines([args.warmup_file]) if line.strip()]
@@ -106,6 +111,7 @@ def check_preset_arguments(parser: argparse.ArgumentParser, args: argparse.Names
     (not empty) or whose folder cannot be written, with one line, `error: ...`."""
     from keras_attention.cli import check_output_dir, user_errors
     from keras_attention.models.preset_folder import check_new_preset_dir
+    from keras_attention.runs.output_guard import check_output_folder
 
     export_only = {
         "--export-dir": args.export_dir is not None, "--version": args.version is not None,
@@ -118,6 +124,12 @@ def check_preset_arguments(parser: argparse.ArgumentParser, args: argparse.Names
     with user_errors():
         check_new_preset_dir(args.preset_dir)
         check_output_dir(os.path.dirname(os.path.abspath(args.preset_dir)), "--preset-dir")
+        check_output_folder(args.preset_dir, "--preset-dir", read_files(args))
+
+
+def read_files(args: argparse.Namespace) -> list[str]:
+    """The run folder and the model file the export reads, that its output must not hold."""
+    return [args.run_dir, os.path.join(args.run_dir, args.model_file)]
 
 
 def save_preset(args: argparse.Namespace) -> None:

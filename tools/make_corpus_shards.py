@@ -22,6 +22,7 @@ if "keras_attention" not in sys.modules:
 
 def main(argv: list[str] | None = None) -> None:
     from keras_attention.cli import ArgumentParser, check_output_dir, int_at_least, user_errors
+    from keras_attention.runs.output_guard import check_output_folder
 
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int_at_least(1), required=True, help="pairs in all")
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--pairs {args.pairs} is fewer than --shards {args.shards}")
     with user_errors():
         check_output_dir(args.output_dir, "--output-dir")
+        check_output_folder(args.output_dir, "--output-dir")  # no run's files
     from keras_attention.data.corpus_shards import write_held_out, write_sharded_corpus
 
     started = time.monotonic()

@@ -394,6 +394,9 @@ def main(argv: list[str] | None = None) -> None:
     config, export, overwrite = parse_args(argv)
     with user_errors():
         check_output_dir(config.output_dir, "--output-dir")
+        from keras_attention.runs.output_guard import check_run_output
+
+        check_run_output(config)  # none of its inputs, no other run's files
     # Imported once the arguments parse: they load TensorFlow.
     from keras_attention.runs.prepare import prepare_run
     from keras_attention.runs.train import train_prepared

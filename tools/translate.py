@@ -53,7 +53,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--model-file: only with a run folder; {args.preset_dir} is a preset folder")
     if args.run_dir is not None and args.model_file is None:
         args.model_file = "model.keras"
+    check_stdout(args)
     return args
+
+
+def check_stdout(args: argparse.Namespace) -> None:
+    """Refuses, with one line, a standard output redirected into an input file or the
+    model's file (`translate.py in.txt > in.txt`), which the shell has emptied already."""
+    from keras_attention.cli import user_errors
+    from keras_attention.runs.output_guard import check_standard_output
+
+    inputs = [name for name in args.files if name != "-"]
+    if args.run_dir is not None:
+        inputs.append(os.path.join(args.run_dir, args.model_file))
+    with user_errors():
+        check_standard_output(inputs)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -44,8 +44,33 @@ def language_of(path: str | os.PathLike) -> str | None:
     return suffix
 
 
+def _existing_folder(pattern: str) -> str:
+    """The longest folder part of `pattern` that exists as written ("" if none)."""
+    folder = os.path.dirname(pattern)
+    while folder and not os.path.isdir(folder):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return ""
+        folder = parent
+    return folder
+
+
+def _glob_files(pattern: str) -> list[str]:
+    """The files a glob pattern matches, sorted. A folder part that exists as written
+    (`run [1]/train.*.en`) is that folder, not a pattern; if nothing matches so, the whole
+    of `pattern` is a pattern."""
+    folder = _existing_folder(pattern)
+    patterns = [glob.escape(folder) + pattern[len(folder) :]] if folder else []
+    for candidate in [*patterns, pattern]:
+        matches = sorted(p for p in glob.glob(candidate) if Path(p).is_file())
+        if matches:
+            return matches
+    return []
+
+
 def expand(pattern: str, what: str) -> list[str]:
-    """The files `pattern` names: itself if it is a file, else its glob matches, sorted.
+    """The files `pattern` names: itself if it is a file, else its glob matches, sorted (a
+    folder part that exists as written is read as itself: `run [1]/train.*.en`).
 
     Args:
         pattern: a path, or a glob pattern (`*`, `?`, `[...]`).
@@ -61,7 +86,7 @@ def expand(pattern: str, what: str) -> list[str]:
     if path.is_file():
         return [str(path)]
     if _GLOB_CHARACTERS.search(pattern):
-        matches = sorted(p for p in glob.glob(pattern) if Path(p).is_file())
+        matches = _glob_files(pattern)
         if matches:
             return matches
         raise FileNotFoundError(f"{what}: no file matches {pattern}")
