@@ -7,6 +7,7 @@
 - `grouped_take`: rows taken within groups of rows (a beam's hypotheses) by flat index;
 - `staged_loop`: a search loop that drops its finished rows in stages;
 - `atomic_files`: writing files so that a kill never leaves a partial one;
+- `literal_paths`: a path that TensorFlow's checkpoint readers read as itself, not as a glob;
 - `quiet_import`: importing Keras without TensorFlow's start-up lines (for the tools);
 - `lazy_names`: a package's names imported on first use (PEP 562);
 - `deferred_collection`: one garbage collection instead of one per deleted variable.

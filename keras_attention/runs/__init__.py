@@ -3,6 +3,7 @@
 - `config`: the run's settings (`TrainConfig`) and each corpus's defaults;
 - `files`: loading a run folder's model and tokenizer, finished or still training;
 - `folder`: what a run folder holds, and whether a run may start, resume or overwrite it;
+- `output_guard`: what a tool may write: never its own inputs, never a run folder's files;
 - `learning_curve`: the PNG of validation BLEU and loss against time;
 - `validation_bleu`: the callback that scores the validation split while training;
 - `selection`: choosing the final weights (last, best, averages) on the validation split;
