@@ -67,11 +67,14 @@ def checkpoint_paths(args: argparse.Namespace) -> list[Path]:
 def save_atomically(model, output: str) -> None:
     """Saves `model` (`.keras`) or its weights (`.weights.h5`) to `output` via a temporary
     file in the same folder, so that `output` is either the old file or the whole new one."""
+    from keras_attention.core.weights_file import write_weights_file
+
     path = Path(output)
     staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=".averaging-"))
     try:
         if path.name.endswith(".weights.h5"):
-            model.save_weights(staging / path.name)
+            # Built in memory: h5py crashes when a full disk fails its write half-way.
+            write_weights_file(model, staging / path.name)
         else:
             model.save(staging / path.name)
         os.replace(staging / path.name, path)
