@@ -31,15 +31,18 @@ sentences and with 8 concurrent callers; chunked against unchunked decoding, the
 signature, and the export against the in-library translator. See
 tools/benchmarks/serve_throughput.py.
 
-    python tools/benchmark.py faults             # 25 kill points, about 26 minutes on 2 cores
+    python tools/benchmark.py faults             # 32 points, about 35 minutes on 2 cores
     python tools/benchmark.py faults --fast      # the CI's points
+    python tools/benchmark.py faults --only "disk full"   # the 7 disk-full points
     python tools/benchmark.py faults --json faults.json --work-dir /tmp/faults
 
 `faults`: SIGKILLs a tiny tools/train.py run at 25 points (in epochs, during checkpoint,
-backup, log and model writes, during the export), starts the same command again each time
+backup, log and model writes, during the export) and fills its disk at 7 more (each start must
+then end with one `error:` line naming the file), starts the same command again each time
 and checks that every file of the run folder loads and that the final weights equal those of
 an uninterrupted run (within the nondeterminism measured between two uninterrupted runs);
-prints points tried / points survived. See tools/benchmarks/fault_injection.py.
+prints points tried / points survived. See tools/benchmarks/fault_injection.py and
+docs/reliability.md.
 
     python tools/make_corpus_shards.py --pairs 500000 --shards 4 --output-dir data/s05
     python tools/make_corpus_shards.py --pairs 4500000 --shards 32 --output-dir data/s45
@@ -297,6 +300,10 @@ def add_faults_parser(subparsers) -> None:
         "--fast", action="store_true", help="the CI's points only (two kills, no export)"
     )
     parser.add_argument(
+        "--only", default=None, metavar="TEXT",
+        help="only the points whose name holds TEXT (e.g. 'disk full')",
+    )  # fmt: skip
+    parser.add_argument(
         "--work-dir", default=None, help="keep the run folders here (default: removed)"
     )
     parser.add_argument(
@@ -315,6 +322,10 @@ def run_faults(args: argparse.Namespace) -> dict:
         config = FaultConfig(FAST_POINTS, epochs=2, export=False, references=args.references)
     else:
         config = FaultConfig(LONG_POINTS, references=args.references)
+    if args.only is not None:
+        config.points = tuple(point for point in config.points if args.only in point.name)
+        if not config.points:
+            raise SystemExit(f"error: --only {args.only!r} names no fault point")
     config.work_dir = args.work_dir
     report = run_fault_injection(config, progress=lambda line: print(line, flush=True))
     print(format_report(report))

@@ -14,8 +14,8 @@ its last checkpoint and `model.keras` must hold the weights of an uninterrupted 
 first; two uninterrupted runs measure the run-to-run nondeterminism, which the difference
 may not exceed (by more than `FaultConfig.tolerance`).
 
-`FAST_POINTS` is the CI's short check (tests/test_fault_injection.py); `LONG_POINTS` (25
-points) runs from `python tools/benchmark.py faults`.
+`FAST_POINTS` is the CI's short check (tests/test_fault_injection.py); `LONG_POINTS` (25 kill
+points and the 7 `DISK_FULL_POINTS`) runs from `python tools/benchmark.py faults`.
 """
 
 import csv
