@@ -15,12 +15,12 @@ carries TF Serving's warm-up requests (`assets.extra/tf_serving_warmup_requests`
 
 import contextlib
 import fcntl
-import json
 import os
 import re
 import shutil
 import tempfile
 import time
+import typing
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,6 +30,7 @@ import tensorflow as tf
 from keras_attention.chunks import map_length_sorted_chunks
 from keras_attention.core.atomic_files import json_text, move_folder_into_place
 from keras_attention.core.checks import check_int_at_least
+from keras_attention.core.file_checks import CorruptFileError, read_json_record
 from keras_attention.core.literal_paths import literal_path
 from keras_attention.core.special_tokens import EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
@@ -202,7 +203,8 @@ class Translator(tf.Module):
             RuntimeError: unless Keras runs on TensorFlow (checked before anything loads).
             ValueError: for a size name (an untrained model has no tokenizer), naming
                 `preset` if it is no existing path or a folder that is neither a run's nor a
-                preset's, or naming a corrupt file.
+                preset's, or naming a corrupt file (a tokenizer that does not fit the model,
+                too).
             FileNotFoundError: naming the file the folder lacks.
 
         Example:
@@ -212,8 +214,8 @@ class Translator(tf.Module):
         """
         check_tensorflow_backend()
         preset_beam_size, preset_alpha = preset_sources.beam_search_settings(preset)
-        tokenizer = preset_sources.load_tokenizer(preset)
         model = Transformer.from_preset(preset)
+        tokenizer = preset_sources.load_tokenizer(preset, model)  # one that fits the model
         return cls(
             model,
             tokenizer,
@@ -540,23 +542,28 @@ def export_translator(
     return target
 
 
+class ExportMetadata(typing.TypedDict, total=False):
+    """`assets.extra/keras_attention.json`: what an export says of itself (the languages
+    `runs.serving_check` records, and the search), other keys as `metadata` gave them."""
+
+    source_language: str | None
+    target_language: str | None
+    beam_size: int
+    alpha: float
+
+
 def export_metadata(path: str | os.PathLike) -> dict:
     """What an export says of itself (`export_translator`'s `metadata`): `{}` for an export
     without it (written before it existed).
 
     Raises:
-        ValueError: naming the file if it is not a JSON object.
+        CorruptFileError: naming the file if it is not a JSON object, or a field of
+            `ExportMetadata` is of another type.
     """
     file = Path(path) / METADATA_FILE
     if not file.is_file():
         return {}
-    try:
-        described = json.loads(file.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ValueError(f"{file} is corrupt: not valid JSON ({error})") from None
-    if not isinstance(described, dict):
-        raise ValueError(f"{file} is corrupt: not a JSON object")
-    return described
+    return read_json_record(file, ExportMetadata)
 
 
 def load_exported(path: str | os.PathLike, signature: str = SIGNATURE_KEY):
@@ -565,8 +572,59 @@ def load_exported(path: str | os.PathLike, signature: str = SIGNATURE_KEY):
 
     Only TensorFlow and tensorflow-text are needed (importing tensorflow-text registers its
     ops); call the result with `sentences=tf.constant([...])`.
+
+    Raises:
+        CorruptFileError: naming the damaged file of a SavedModel that does not load
+            (`damaged_export_file`); TensorFlow's error if none is found damaged.
     """
     import tensorflow_text  # noqa: F401 (registers the SentencePiece ops)
 
-    with literal_path(path) as readable:  # e.g. a folder named "run [1]"
-        return tf.saved_model.load(readable).signatures[signature]
+    try:
+        with literal_path(path) as readable:  # e.g. a folder named "run [1]"
+            return tf.saved_model.load(readable).signatures[signature]
+    except (OSError, LookupError, ValueError, tf.errors.OpError) as error:  # IndexError: cut
+        damaged = damaged_export_file(path)
+        if damaged is None:
+            raise
+        raise CorruptFileError(damaged) from error
+
+
+def damaged_export_file(path: str | os.PathLike) -> str | None:
+    """Which file of the SavedModel at `path` is damaged, and how, in words; `None` if its
+    `saved_model.pb` parses with a MetaGraph and its variables read back (TensorFlow's own
+    errors name none of them).
+    """
+    from google.protobuf.message import DecodeError
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    path = Path(path)
+    graph = path / "saved_model.pb"
+    saved_model = saved_model_pb2.SavedModel()
+    try:
+        saved_model.ParseFromString(graph.read_bytes())
+    except (OSError, DecodeError) as error:
+        return f"{graph} is corrupt (not a SavedModel protocol buffer: {error})"
+    if not saved_model.meta_graphs:
+        return f"{graph} is corrupt: it holds no MetaGraph (empty, or cut short)"
+    index = path / "variables" / "variables.index"
+    if not index.is_file():
+        return f"{index} is missing: the SavedModel has no variables"
+    # The reader opens the data files as it reads them: all within the readable name.
+    with literal_path(index.parent / "variables") as readable:
+        return _damaged_variables(index, readable)
+
+
+def _damaged_variables(index: Path, prefix: str) -> str | None:
+    """Which file of the variables whose `variables.index` is `index` (read as the
+    checkpoint `prefix`) is damaged, and how; `None` if every variable reads back."""
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+    except (OSError, ValueError, tf.errors.OpError) as error:
+        return f"{index} is corrupt: {error}"
+    try:
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except (OSError, IndexError, ValueError, tf.errors.OpError) as error:  # IndexError: cut short
+        data = ", ".join(str(file) for file in sorted(index.parent.glob("variables.data-*")))
+        return f"{data or index.parent / 'variables.data-*'} is corrupt or missing: {error}"
+    return None

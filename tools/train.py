@@ -20,6 +20,10 @@ learning_curve.png, model.keras and export/. A run folder belongs to one configu
 same command started again there (after a kill, say) resumes the run, another is refused with
 the settings that differ (--overwrite removes the old run's files and starts afresh). Errors
 in the arguments or the corpus are one line, `error: ...`, found before anything is written.
+A run started again first checks the files it goes on from: a damaged backup falls back to
+its previous copy, a damaged checkpoint is written again from the backup that holds its
+weights (both logged as warnings); what cannot be recovered is named in one line, before
+any epoch trains.
 
 With TF_CONFIG set to a cluster of several workers, start the same command on every worker:
 they train together under MultiWorkerMirroredStrategy. The chief writes --output-dir (which
@@ -51,6 +55,7 @@ from keras_attention.cli import (
     non_negative_float,
     user_errors,
 )
+from keras_attention.core.file_checks import CorruptFileError
 from keras_attention.data.datasets import DATASETS
 from keras_attention.models.presets import PRESETS
 from keras_attention.runs.config import TrainConfig
@@ -408,6 +413,8 @@ def main(argv: list[str] | None = None) -> None:
     with user_errors():
         try:
             run = prepare_run(config, overwrite)
+        except CorruptFileError:
+            raise  # it names a file and its fields, not options
         except ValueError as error:
             raise ValueError(name_options(str(error))) from None
     for line in run.settings:

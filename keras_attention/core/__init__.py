@@ -8,6 +8,8 @@
 - `staged_loop`: a search loop that drops its finished rows in stages;
 - `atomic_files`: writing files so that a kill never leaves a partial one;
 - `literal_paths`: a path that TensorFlow's checkpoint readers read as itself, not as a glob;
+- `file_checks`: reading files back checked (`CorruptFileError` naming a damaged one, JSON
+  fields against type annotations, file digests);
 - `quiet_import`: importing Keras without TensorFlow's start-up lines (for the tools);
 - `lazy_names`: a package's names imported on first use (PEP 562);
 - `deferred_collection`: one garbage collection instead of one per deleted variable.

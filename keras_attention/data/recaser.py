@@ -26,6 +26,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from keras_attention.core.atomic_files import write_bytes_atomically
+from keras_attention.core.file_checks import CorruptFileError
 
 # Characters at a word's edges that are not part of it: neither a letter nor a digit (RE2).
 _PARTS = r"^([^\pL\pN]*)(.*?)([^\pL\pN]*)$"
@@ -175,11 +176,26 @@ class Recaser(tf.Module):
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Recaser":
-        """Reads a file written by `save`."""
+        """Reads a file written by `save`.
+
+        Raises:
+            FileNotFoundError: naming `path` if it is missing.
+            CorruptFileError: naming `path` if it is not UTF-8, was cut short (its last line
+                has no line end: `save` ends every line) or holds a malformed line.
+        """
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"no recaser file at {path}")
-        return cls.from_text(path.read_text(encoding="utf-8"), str(path))
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise CorruptFileError(f"{path} is corrupt: not UTF-8 text ({error})") from None
+        if text and not text.endswith("\n"):
+            raise CorruptFileError(f"{path} is corrupt: cut short (its last line has no end)")
+        try:
+            return cls.from_text(text, str(path))
+        except ValueError as error:  # names the file and the line
+            raise CorruptFileError(f"{error} (the file is corrupt)") from None
 
     def recase(self, lines):
         """`(batch,)` lowercased sentences -> the same with capitals restored (`tf.string`).

@@ -16,6 +16,7 @@ import tensorflow_text
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
 from keras_attention.core.atomic_files import write_bytes_atomically
+from keras_attention.core.file_checks import CorruptFileError
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from keras_attention.data.recaser import Recaser
 
@@ -160,13 +161,23 @@ class SubwordTokenizer(tf.Module):
     @classmethod
     def load(cls, path: str | os.PathLike) -> "SubwordTokenizer":
         """Reads a tokenizer saved with `save` (a SentencePiece `.model` file, and the
-        recaser file beside it, `recaser_path(path)`, if there is one)."""
+        recaser file beside it, `recaser_path(path)`, if there is one).
+
+        Raises:
+            FileNotFoundError: naming `path` if it is missing.
+            CorruptFileError: naming `path`, or the recaser file, if it is corrupt.
+        """
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"no SentencePiece model file at {path}")
         recaser_file = recaser_path(path)
         recaser = Recaser.load(recaser_file) if recaser_file.is_file() else None
-        return cls(path.read_bytes(), recaser)
+        try:
+            return cls(path.read_bytes(), recaser)
+        except ValueError as error:
+            raise CorruptFileError(
+                f"{path} is corrupt or not a SentencePiece model of this library: {error}"
+            ) from error
 
     def save(self, path: str | os.PathLike) -> Path:
         """Writes the SentencePiece model to `path` atomically, after the recaser beside it

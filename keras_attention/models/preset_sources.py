@@ -178,18 +178,32 @@ def _folder(preset: str | os.PathLike) -> tuple[Path, str]:
     return Path(preset), kind
 
 
-def load_tokenizer(preset: str | os.PathLike) -> "SubwordTokenizer":
+def load_tokenizer(
+    preset: str | os.PathLike, model: keras.Model | None = None
+) -> "SubwordTokenizer":
     """The tokenizer of a run folder or a preset folder; loads TensorFlow.
+
+    Args:
+        preset: the folder.
+        model: its model, if loaded: the tokenizer must fit it (`check_tokenizer_fits`).
 
     Raises:
         ValueError: for a size name or a `preset` that names no model (see `preset_kind`),
-            or naming a corrupt file.
+            or naming a corrupt file, or a tokenizer file that does not fit `model`.
         FileNotFoundError: naming the missing file.
     """
     path, kind = _folder(preset)
     if kind == RUN:
-        return run_folder.load_run_tokenizer(path)
-    return preset_folder.load_preset_tokenizer(path)
+        tokenizer = run_folder.load_run_tokenizer(path)
+        file = path / run_folder.TOKENIZER_FILE
+    else:
+        tokenizer = preset_folder.load_preset_tokenizer(path)
+        file = path / preset_folder.TOKENIZER_FILE
+    if model is not None:
+        expected = getattr(model, "vocabulary_size", None)
+        owner = f"the model of {path}"
+        run_folder.check_tokenizer_fits(file, tokenizer.vocabulary_size, expected, owner)
+    return tokenizer
 
 
 def beam_search_settings(preset: str | os.PathLike) -> tuple[int, float]:

@@ -7,8 +7,10 @@ A run folder written by `tools/train.py` holds `config.json`, `tokenizer.model`,
 while it still trains.
 
 Every file is read with errors that name it: a missing one raises `FileNotFoundError`, a
-corrupt one (truncated, not JSON, not a Keras or HDF5 file) a `ValueError` that calls it
-corrupt.
+corrupt one (truncated, not JSON, not a Keras or HDF5 file, a tokenizer that does not fit the
+model or is not the file `tokenizer.json` records) a `CorruptFileError` (a `ValueError`)
+that calls it corrupt. `config.json` is checked here for the fields a model is built and
+decodes with; `keras_attention.runs.files` checks it whole, against `TrainConfig`.
 
 This module sits with the models (not in `keras_attention.runs`) so that
 `Transformer.from_preset(run_dir)` and `Translator.from_preset(run_dir)` can read a run
@@ -19,9 +21,9 @@ needs TensorFlow, and it is imported when one is loaded: a run's model loads on 
 """
 
 import contextlib
-import json
 import numbers
 import os
+import typing
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +31,14 @@ from typing import TYPE_CHECKING
 
 import keras
 
+from keras_attention.core.file_checks import (
+    CorruptFileError,
+    FileDigest,
+    check_file_digest,
+    file_digest,
+    read_json_object,
+    read_json_record,
+)
 from keras_attention.models.presets import preset_config
 from keras_attention.training.checkpoints import (
     check_layouts,
@@ -41,6 +51,9 @@ if TYPE_CHECKING:
 
 CONFIG_FILE = "config.json"
 TOKENIZER_FILE = "tokenizer.model"
+TOKENIZER_RECORD = "tokenizer.json"
+RECASER_FILE = "tokenizer.recaser.tsv"  # `data.tokenizer.recaser_path(TOKENIZER_FILE)`
+TOKENIZER_FILES = (TOKENIZER_FILE, RECASER_FILE)  # whose digests `tokenizer.json` records
 MODEL_FILE = "model.keras"
 CHECKPOINT_DIR = "checkpoints"
 BEST_CHECKPOINT = "best.weights.h5"
@@ -50,28 +63,6 @@ MODEL_FIELDS = ("preset", "model_overrides")
 # The beam search of runs whose config.json predates its `beam_size` and `alpha` fields.
 DEFAULT_BEAM_SIZE = 4
 DEFAULT_ALPHA = 0.6
-
-
-def read_json_object(path: str | os.PathLike) -> dict:
-    """The JSON object in the file `path` (a `config.json`), with errors that name it.
-
-    Raises:
-        FileNotFoundError: naming `path` if it is missing.
-        ValueError: naming `path` and calling it corrupt if it is not valid UTF-8 JSON or
-            does not hold a JSON object.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no {path.name} at {path}")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path} is corrupt: not valid JSON ({error})") from error
-    if not isinstance(config, dict):
-        raise ValueError(
-            f"{path} is corrupt: it must hold a JSON object; got {type(config).__name__}"
-        )
-    return config
 
 
 def is_run_folder(path: str | os.PathLike) -> bool:
@@ -110,9 +101,9 @@ def read_run_config(run_dir: str | os.PathLike) -> dict:
     config = read_json_object(path)
     missing = [name for name in MODEL_FIELDS if name not in config]
     if missing:
-        raise ValueError(f"{path} lacks the field(s) {', '.join(missing)}")
+        raise CorruptFileError(f"{path} lacks the field(s) {', '.join(missing)}")
     if not isinstance(config["model_overrides"], dict | None):
-        raise ValueError(
+        raise CorruptFileError(
             f"model_overrides in {path} must be an object; got {config['model_overrides']!r}"
         )
     return config
@@ -151,19 +142,70 @@ def search_settings(recorded: dict, path: Path) -> tuple[int, float]:
     beam_size = DEFAULT_BEAM_SIZE if beam_size is None else beam_size
     alpha = DEFAULT_ALPHA if alpha is None else alpha
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size in {path} must be an integer >= 1; got {beam_size!r}")
+        raise CorruptFileError(f"beam_size in {path} must be an integer >= 1; got {beam_size!r}")
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or alpha < 0:
-        raise ValueError(f"alpha in {path} must be a number >= 0; got {alpha!r}")
+        raise CorruptFileError(f"alpha in {path} must be a number >= 0; got {alpha!r}")
     return beam_size, float(alpha)
 
 
+class TokenizerRecord(typing.TypedDict, total=False):
+    """`tokenizer.json`, beside a run's tokenizer: its languages, size and case, and the
+    size and SHA-256 of its files (`files`, by name: `tokenizer.model` and its recaser;
+    runs written before it lack it)."""
+
+    source_language: str | None
+    target_language: str | None
+    vocabulary_size: int
+    lowercase: bool
+    model_type: str
+    files: dict[str, FileDigest]
+
+
+def tokenizer_file_digests(run_dir: str | os.PathLike) -> dict[str, dict]:
+    """The `FileDigest`s of a run's tokenizer files (`tokenizer.json`'s `files`)."""
+    files = {name: Path(run_dir) / name for name in TOKENIZER_FILES}
+    return {name: file_digest(path) for name, path in files.items() if path.is_file()}
+
+
+def check_tokenizer_files(run_dir: str | os.PathLike) -> None:
+    """Checks a run's tokenizer files against the digests its `tokenizer.json` records, if
+    it records any: a file cut short at a line's end, or another run's, still parses.
+
+    Raises:
+        CorruptFileError: naming `tokenizer.json` if it is corrupt, or the tokenizer file
+            that is not the one it records.
+        FileNotFoundError: naming a recorded file that is missing.
+    """
+    record_path = Path(run_dir) / TOKENIZER_RECORD
+    if not record_path.is_file():
+        return
+    recorded = read_json_record(record_path, TokenizerRecord).get("files", {})
+    unknown = sorted(set(recorded) - set(TOKENIZER_FILES))
+    if unknown:
+        raise CorruptFileError(
+            f"{record_path} is corrupt: it records an unknown file {unknown[0]!r}"
+        )
+    present = {name for name in TOKENIZER_FILES if (Path(run_dir) / name).is_file()}
+    extra = sorted(present - set(recorded)) if recorded else []
+    if extra:
+        raise CorruptFileError(
+            f"{Path(run_dir) / extra[0]} is not the run's: {record_path} records no such file"
+        )
+    for name, digest in recorded.items():
+        check_file_digest(Path(run_dir) / name, digest, record_path)
+
+
 def load_run_tokenizer(run_dir: str | os.PathLike) -> "SubwordTokenizer":
-    """The tokenizer of a run (`tokenizer.model`); loads TensorFlow (tensorflow-text).
+    """The tokenizer of a run (`tokenizer.model`, checked against `tokenizer.json`:
+    `check_tokenizer_files`); loads TensorFlow (tensorflow-text).
 
     Raises:
         FileNotFoundError: if the file is missing (naming it).
-        ValueError: naming it if it is corrupt (not a SentencePiece model of this library).
+        ValueError: naming it if it is corrupt (not a SentencePiece model of this library,
+            or not the file `tokenizer.json` records), or naming its recaser file or
+            `tokenizer.json` if they are.
     """
+    check_tokenizer_files(run_dir)
     return load_tokenizer_file(Path(run_dir) / TOKENIZER_FILE)
 
 
@@ -172,16 +214,31 @@ def load_tokenizer_file(path: Path) -> "SubwordTokenizer":
 
     Raises:
         FileNotFoundError: naming `path` if it is missing.
-        ValueError: naming it if it is corrupt (not a SentencePiece model of this library).
+        CorruptFileError: naming it if it is corrupt (not a SentencePiece model of this
+            library), or naming its recaser file if that is.
     """
     from keras_attention.data.tokenizer import SubwordTokenizer
 
-    try:
-        return SubwordTokenizer.load(path)
-    except ValueError as error:
-        raise ValueError(
-            f"{path} is corrupt or not a SentencePiece model of this library: {error}"
-        ) from error
+    return SubwordTokenizer.load(path)
+
+
+def check_tokenizer_fits(
+    tokenizer_path: str | os.PathLike, vocabulary_size: int, expected: int | None, owner: str
+) -> None:
+    """Checks that the tokenizer read from `tokenizer_path`, of `vocabulary_size` subwords,
+    is the one of `owner` (a model, or a run's `config.json`), which expects `expected`
+    (`None`: not known). Another run's tokenizer, or a damaged one that still parses, would
+    translate into garbage or fail deep in the search.
+
+    Raises:
+        CorruptFileError: naming `tokenizer_path`, `owner` and both sizes if they differ.
+    """
+    if expected is not None and vocabulary_size != expected:
+        raise CorruptFileError(
+            f"{tokenizer_path} does not fit {owner}: its vocabulary has {vocabulary_size} "
+            f"subwords, where {owner} has {expected} (the tokenizer of another run, or a "
+            "damaged file)"
+        )
 
 
 def run_vocabulary_size(run_dir: str | os.PathLike) -> int:
@@ -199,7 +256,9 @@ def run_vocabulary_size(run_dir: str | os.PathLike) -> int:
     try:
         return sentencepiece.SentencePieceProcessor(model_proto=path.read_bytes()).get_piece_size()
     except RuntimeError as error:
-        raise ValueError(f"{path} is corrupt or not a SentencePiece model: {error}") from error
+        raise CorruptFileError(
+            f"{path} is corrupt or not a SentencePiece model: {error}"
+        ) from error
 
 
 @contextlib.contextmanager
@@ -237,7 +296,8 @@ def build_run_model(
     Raises:
         FileNotFoundError: naming a missing `config.json` or `tokenizer.model`.
         ValueError: naming `config.json` if it is corrupt, lacks a field or describes no
-            valid model (e.g. an unknown preset).
+            valid model (e.g. an unknown preset), or naming `tokenizer.model` if its
+            vocabulary is not `config.json`'s `vocabulary_size`.
     """
     config = read_run_config(run_dir)
     if tokenizer is None:
@@ -245,12 +305,17 @@ def build_run_model(
     else:
         vocabulary_size = tokenizer.vocabulary_size
     path = Path(run_dir) / CONFIG_FILE
+    saved_size = config.get("vocabulary_size")
+    if isinstance(saved_size, int) and not isinstance(saved_size, bool):
+        tokenizer_path = Path(run_dir) / TOKENIZER_FILE
+        owner = f"{path} (vocabulary_size)"
+        check_tokenizer_fits(tokenizer_path, vocabulary_size, saved_size, owner)
     with _float32_policy():
         try:
             arguments = preset_config(config["preset"], **(config["model_overrides"] or {}))
             model = model_class(vocabulary_size=vocabulary_size, **arguments)
         except (TypeError, ValueError) as error:
-            raise ValueError(f"{path} does not describe a valid model: {error}") from error
+            raise CorruptFileError(f"{path} does not describe a valid model: {error}") from error
         model.build()
     return model
 
@@ -374,6 +439,30 @@ def load_checkpoint(
     return model
 
 
+def check_model_file(path: str | os.PathLike) -> None:
+    """Checks that `path` is a whole `.keras` archive: a zip file whose every member reads
+    back with its checksum (a truncated or overwritten file does not).
+
+    Raises:
+        FileNotFoundError: naming `path` if it does not exist.
+        CorruptFileError: naming `path` and calling it corrupt if it is not.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no model file {path}")
+    problem = "not a .keras archive"
+    try:
+        if zipfile.is_zipfile(path):  # Keras says "File not found" for the others
+            with zipfile.ZipFile(path) as archive:
+                damaged = archive.testzip()
+            if damaged is None:
+                return
+            problem = f"its member {damaged} is damaged"
+    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError) as error:
+        problem = f"{problem}: {error}"
+    raise CorruptFileError(f"{path} is corrupt or not a Keras model file ({problem})")
+
+
 def load_model_file(path: str | os.PathLike) -> keras.Model:
     """`keras.models.load_model(path)`, with errors that name the file.
 
@@ -389,15 +478,12 @@ def load_model_file(path: str | os.PathLike) -> keras.Model:
             archive (e.g. truncated) or does not hold a model of this library.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no model file {path}")
-    if not zipfile.is_zipfile(path):  # Keras says "File not found" for these
-        raise ValueError(f"{path} is corrupt or not a Keras model file (not a .keras archive)")
+    check_model_file(path)
     # Keras and h5py raise these for damaged archive members; nothing else reads the file.
     try:
         return keras.models.load_model(path)
     except (zipfile.BadZipFile, OSError, RuntimeError, KeyError, ValueError) as error:
-        raise ValueError(
+        raise CorruptFileError(
             f"{path} is corrupt or not a Keras model of this library: {error}"
         ) from error
 
@@ -446,12 +532,19 @@ def load_located_model(
 ) -> keras.Model:
     """The model in `path`, a file `locate_run_model` gave: a `.weights.h5` checkpoint is
     loaded into the model rebuilt from the run's `config.json` (`load_checkpoint`), any other
-    file with `keras.models.load_model` (`load_model_file`).
+    file with `keras.models.load_model` (`load_model_file`); the model must fit `tokenizer`
+    (the run's, if given: `check_tokenizer_fits`).
 
     Raises:
         FileNotFoundError: naming the missing file.
-        ValueError: naming a file that is corrupt or does not match the run's architecture.
+        ValueError: naming a file that is corrupt or does not match the run's architecture,
+            or the run's `tokenizer.model` if it does not fit the model.
     """
     if is_weights_file(path):
         return load_checkpoint(model_class, run_dir, path, tokenizer)
-    return load_model_file(path)
+    model = load_model_file(path)
+    if tokenizer is not None:
+        size = getattr(model, "vocabulary_size", None)
+        tokenizer_path = Path(run_dir) / TOKENIZER_FILE
+        check_tokenizer_fits(tokenizer_path, tokenizer.vocabulary_size, size, f"the model {path}")
+    return model

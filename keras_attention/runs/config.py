@@ -8,8 +8,11 @@ the corpus's size picks (`keras_attention.runs.recipes`).
 
 import dataclasses
 import math
+import os
+import typing
 
 from keras_attention.core.checks import check_int_at_least, check_positive_int
+from keras_attention.core.file_checks import check_json_fields, read_json_object
 from keras_attention.models.presets import PRESETS
 from keras_attention.runs.recipes import (
     LEGACY_RECIPES,
@@ -23,6 +26,14 @@ from keras_attention.runs.recipes import (
 )
 
 MIXED_PRECISION_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
+# The settings that every `config.json` holds: those of the library's first version. The
+# others were added later, and a run's `config.json` written before lacks them
+# (`runs.folder.ABSENT_MEANS` says what that means); none was ever removed or renamed.
+ALWAYS_SAVED = (
+    "output_dir", "dataset", "data_dir", "preset", "model_overrides", "vocabulary_size",
+    "epochs", "max_tokens", "max_length", "warmup_steps", "learning_rate_scale",
+    "label_smoothing", "devices", "jit_compile", "mixed_precision", "seed",
+)  # fmt: skip
 
 
 @dataclasses.dataclass
@@ -316,3 +327,31 @@ class TrainConfig:
             raise ValueError(
                 f"model_overrides must be a dict; got model_overrides={self.model_overrides!r}"
             )
+
+
+def check_saved_config(saved: dict, path: str | os.PathLike) -> None:
+    """Checks a run's saved settings (its `config.json`, read from `path`) against
+    `TrainConfig`'s fields: every value of the type its annotation says (an integer is not a
+    string nor a boolean), the settings of `ALWAYS_SAVED` there, no field that `TrainConfig`
+    lacks. Values are not checked further (`TrainConfig.validate` does that).
+
+    Raises:
+        CorruptFileError: naming `path` and the field at fault.
+    """
+    fields = typing.get_type_hints(TrainConfig)
+    check_json_fields(saved, fields, path, required=ALWAYS_SAVED, allow_unknown=False)
+
+
+def read_train_config(path: str | os.PathLike) -> TrainConfig:
+    """The `TrainConfig` saved in a run's `config.json` at `path`, checked
+    (`check_saved_config`); the settings it lacks (added after it was written) are
+    `TrainConfig`'s defaults.
+
+    Raises:
+        FileNotFoundError: naming `path` if it is missing.
+        CorruptFileError: naming `path` if it is not a JSON object or a field is missing,
+            unknown or of another type.
+    """
+    saved = read_json_object(path)
+    check_saved_config(saved, path)
+    return TrainConfig(**saved)

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from keras_attention.core.atomic_files import temporary_files
-from keras_attention.runs.config import TrainConfig
+from keras_attention.runs.config import TrainConfig, check_saved_config
 
 # The files and folders of a run (`inspect_run_folder`); `--overwrite` removes them.
 RUN_FILES = (
@@ -125,7 +125,8 @@ def inspect_run_folder(output_dir: Path, config: "TrainConfig", overwrite: bool)
 
     Raises:
         ValueError: the folder holds another run (naming the differing settings), files of a
-            run without its `config.json`, a corrupt `config.json`, or trained weights
+            run without its `config.json`, a corrupt `config.json` (not JSON, or a field
+            missing, unknown or of another type: `check_saved_config`), or trained weights
             without their tokenizer.
     """
     hint = (
@@ -151,6 +152,7 @@ def inspect_run_folder(output_dir: Path, config: "TrainConfig", overwrite: bool)
         raise ValueError(f"{saved_path} is corrupt: not valid JSON ({error}); {hint}") from None
     if not isinstance(saved, dict):
         raise ValueError(f"{saved_path} is corrupt: not a JSON object; {hint}")
+    check_saved_config(saved, saved_path)  # every field of its type, none unknown
     finished = (output_dir / "model.keras").exists()
     differences = config_differences(saved, config, () if finished else SEARCH_SETTINGS)
     if differences:

@@ -28,6 +28,11 @@ from keras_attention.distribute import get_strategy
 from keras_attention.distribute.cluster import barrier, is_chief, read_tf_config
 from keras_attention.models import Transformer
 from keras_attention.models.presets import preset_config
+from keras_attention.models.run_folder import (
+    check_tokenizer_fits,
+    load_run_tokenizer,
+    tokenizer_file_digests,
+)
 from keras_attention.runs.config import MIXED_PRECISION_POLICIES, TrainConfig
 from keras_attention.runs.corpus import (
     RunCorpus,
@@ -35,6 +40,7 @@ from keras_attention.runs.corpus import (
     load_run_corpus,
     write_held_out,
 )
+from keras_attention.runs.files import check_run_files
 from keras_attention.runs.folder import (
     SEARCH_SETTINGS,
     config_differences,
@@ -89,12 +95,12 @@ def _train_tokenizer(config: "TrainConfig", run_corpus: RunCorpus) -> SubwordTok
 
 
 def _load_tokenizer(config: "TrainConfig", path: Path) -> SubwordTokenizer:
-    """The tokenizer a run saved; `ValueError` naming the file if it is corrupt, or if it
-    lowercases and the run does not (or the other way round: its recaser file is gone)."""
-    try:
-        tokenizer = SubwordTokenizer.load(path)
-    except ValueError as error:
-        raise ValueError(f"{path} is corrupt: {error}") from None
+    """The tokenizer a run saved; `ValueError` naming the file if it is corrupt, if its
+    vocabulary is not the run's, or if it lowercases and the run does not (or the other way
+    round: its recaser file is gone)."""
+    tokenizer = load_run_tokenizer(path.parent)  # a `CorruptFileError` names a damaged file
+    owner = f"the run's vocabulary_size in {path.parent / 'config.json'}"
+    check_tokenizer_fits(path, tokenizer.vocabulary_size, config.vocabulary_size, owner)
     if tokenizer.lowercase != config.lowercase:
         raise ValueError(
             f"{path} {'lowercases' if tokenizer.lowercase else 'keeps the case'} but the run "
@@ -331,7 +337,8 @@ def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
     folder, if the lock created it): settings (`TrainConfig.validate`, the model's
     overrides), the folder (`inspect_run_folder`: another run's folder is refused unless
     `overwrite`), the corpus, the tokenizer (learned in memory, or the saved one when
-    resuming) and the batches.
+    resuming), the files a resumed run goes on from (`check_run_files`: a damaged backup
+    copy or checkpoint is recovered from the other copy, or refused) and the batches.
 
     Args:
         config: the run's settings.
@@ -399,6 +406,9 @@ def _prepare_run(config: TrainConfig, overwrite: bool) -> PreparedRun:
     if chief:
         if resuming and tokenizer_path.is_file():
             tokenizer = _load_tokenizer(config, tokenizer_path)
+            # The files it goes on from; this may build a model, so the seed is set again.
+            check_run_files(output_dir, tokenizer)
+            keras.utils.set_random_seed(config.seed)
         else:
             tokenizer = _train_tokenizer(config, run_corpus)
         data = _run_data(config, run_corpus, tokenizer, replicas, worker)
@@ -413,7 +423,9 @@ def _prepare_run(config: TrainConfig, overwrite: bool) -> PreparedRun:
         write_json_atomically(output_dir / "config.json", dataclasses.asdict(config))
         if not tokenizer_path.is_file():
             tokenizer.save(tokenizer_path)
-        write_json_atomically(output_dir / "tokenizer.json", tokenizer_metadata(config))
+        # With the digests of the tokenizer's files, checked whenever they are read.
+        digests = {"files": tokenizer_file_digests(output_dir)}
+        write_json_atomically(output_dir / "tokenizer.json", tokenizer_metadata(config) | digests)
     barrier(strategy)  # the other workers read the chief's tokenizer
     if not chief:
         tokenizer = _load_tokenizer(config, tokenizer_path)

@@ -3,7 +3,6 @@ validation split (`train_translator`); loading a run folder (`load_run`).
 """
 
 import dataclasses
-import json
 import logging
 import os
 import shutil
@@ -22,7 +21,12 @@ from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.evaluation import moses_language
 from keras_attention.models import Transformer
 from keras_attention.runs.config import TrainConfig
-from keras_attention.runs.files import load_run_model
+from keras_attention.runs.files import (
+    load_model_file,
+    load_run_model,
+    read_selection_record,
+    read_test_metrics,
+)
 from keras_attention.runs.learning_curve import plot_learning_curve
 from keras_attention.runs.prepare import PreparedRun, prepare_run
 from keras_attention.runs.selection import (
@@ -135,9 +139,9 @@ def _finished(run: PreparedRun) -> TrainResult:
     if run.is_chief:
         shutil.rmtree(run.output_dir / "backup", ignore_errors=True)
     model_path = run.output_dir / "model.keras"
-    model = keras.models.load_model(model_path)
-    test_metrics = json.loads((run.output_dir / "test_metrics.json").read_text())
-    record = json.loads((run.output_dir / "bleu.json").read_text())
+    model = load_model_file(model_path)  # the files checked by `prepare_run`, read here
+    test_metrics = read_test_metrics(run.output_dir)
+    record = read_selection_record(run.output_dir)
     selection = Selection(record["model"], record["checkpoints"], record["validation"])
     return TrainResult(
         model,

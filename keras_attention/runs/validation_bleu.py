@@ -1,7 +1,6 @@
 """Validation BLEU while training: a Keras callback that translates a validation set with the
 cached search, logs sacreBLEU and chrF, and keeps the best weights."""
 
-import json
 import os
 import shutil
 import time
@@ -12,9 +11,11 @@ import keras
 import numpy as np
 
 from keras_attention.core.atomic_files import atomic_path, temporary_files, write_json_atomically
+from keras_attention.core.weights_file import save_weights_atomically
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.evaluation import score, translate_all
 from keras_attention.export import Translator
+from keras_attention.runs.files import read_validation_state
 
 # Keys added to the epoch logs (so to `training_log.csv` and TensorBoard) every epoch; NaN on
 # epochs without a translation, so that every CSV row has the same columns.
@@ -107,10 +108,7 @@ class ValidationBleu(keras.callbacks.Callback):
 
     def _read_state(self) -> None:
         if self.state_path is not None and self.state_path.is_file():
-            try:
-                self.state = json.loads(self.state_path.read_text())
-            except json.JSONDecodeError as error:
-                raise ValueError(f"corrupt state file {self.state_path}: {error}") from error
+            self.state = read_validation_state(self.state_path)  # names a corrupt file
 
     def resume_from(
         self, finished_epochs: int, checkpoint: Callable[[int], os.PathLike] | None = None
@@ -206,5 +204,4 @@ class ValidationBleu(keras.callbacks.Callback):
 
     def _save_best(self) -> None:
         self.best_path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(self.best_path) as tmp:
-            self.model.save_weights(tmp)
+        save_weights_atomically(self.model, self.best_path)

@@ -10,6 +10,8 @@ import h5py
 import keras
 import numpy as np
 
+from keras_attention.core.file_checks import CorruptFileError
+
 # Where `save_weights` of a compiled model puts the optimizer's variables.
 OPTIMIZER_GROUP = "optimizer"
 # What h5py raises for a damaged file: `OSError` when it cannot be opened (truncated, not
@@ -40,22 +42,63 @@ def last_checkpoints(directory: str | os.PathLike, count: int) -> list[Path]:
     return [path for _, path in found[-count:]]
 
 
-def _layout(path: str | os.PathLike) -> dict[str, tuple[int, ...]]:
+def _layout(path: str | os.PathLike, read_data: bool = False) -> dict[str, tuple[int, ...]]:
     """The shape of every model weight in a `.weights.h5` file, by its path in the file.
 
     The optimizer's variables, which a compiled model saves alongside (`optimizer/...`), are
     left out: they are no part of the architecture, and `load_weights` into a model without
-    an optimizer skips them.
+    an optimizer skips them. With `read_data`, every dataset (the optimizer's too) is read
+    as well, which finds damage inside a file whose layout still reads.
     """
     layout = {}
 
     def visit(name: str, item) -> None:
-        if isinstance(item, h5py.Dataset) and not name.startswith(OPTIMIZER_GROUP + "/"):
+        if not isinstance(item, h5py.Dataset):
+            return
+        if read_data:
+            item[()]
+        if not name.startswith(OPTIMIZER_GROUP + "/"):
             layout[name] = item.shape
 
     with h5py.File(path, "r") as file:
         file.visititems(visit)
     return layout
+
+
+def model_layout(model: keras.Model) -> dict[str, tuple[int, ...]]:
+    """The layout of `model`'s `.weights.h5` file (see `weights_file_problem`)."""
+    with tempfile.TemporaryDirectory() as folder:
+        reference = Path(folder) / "model.weights.h5"
+        model.save_weights(reference)
+        return _layout(reference)
+
+
+def weights_file_problem(
+    path: str | os.PathLike, expected: dict[str, tuple[int, ...]], read_data: bool = False
+) -> str | None:
+    """What is wrong with the `.weights.h5` file `path` as the weights of a model whose
+    layout is `expected` (`model_layout`), as words that follow its name; `None` if nothing.
+
+    Args:
+        path: an existing file.
+        expected: the model's layout.
+        read_data: also read every weight (see `_layout`).
+    """
+    try:
+        found = _layout(path, read_data)
+    except HDF5_READ_ERRORS as error:  # h5py's message does not name the file
+        return f"is corrupt (not a readable HDF5 weights file): {error}"
+    if found == expected:
+        return None
+    missing = sorted(expected.keys() - found.keys())
+    extra = sorted(found.keys() - expected.keys())
+    reshaped = sorted(k for k in expected.keys() & found.keys() if expected[k] != found[k])
+    details = [
+        f"{label} ({len(names)}): {names[0]}{', ...' if len(names) > 1 else ''}"
+        for label, names in (("missing", missing), ("unexpected", extra))
+        if names
+    ] + [f"shape {found[k]} instead of {expected[k]} for {k}" for k in reshaped[:1]]
+    return "does not match the model's architecture: " + "; ".join(details)
 
 
 def check_layouts(model: keras.Model, paths: Sequence[str | os.PathLike]) -> None:
@@ -70,35 +113,17 @@ def check_layouts(model: keras.Model, paths: Sequence[str | os.PathLike]) -> Non
 
     Raises:
         FileNotFoundError: naming a missing checkpoint.
-        ValueError: naming a checkpoint that is corrupt (not a readable HDF5 file, e.g. one
-            still being written) or whose weights differ from the model's in name or shape.
+        CorruptFileError: naming a checkpoint that is corrupt (not a readable HDF5 file, e.g.
+            one still being written) or whose weights differ from the model's in name or
+            shape.
     """
-    with tempfile.TemporaryDirectory() as folder:
-        reference = Path(folder) / "model.weights.h5"
-        model.save_weights(reference)
-        expected = _layout(reference)
+    expected = model_layout(model)
     for path in paths:
         if not Path(path).is_file():
             raise FileNotFoundError(f"no checkpoint file {path}")
-        try:
-            found = _layout(path)
-        except HDF5_READ_ERRORS as error:  # h5py's message does not name the file
-            raise ValueError(
-                f"checkpoint {path} is corrupt (not a readable HDF5 weights file): {error}"
-            ) from error
-        if found == expected:
-            continue
-        missing = sorted(expected.keys() - found.keys())
-        extra = sorted(found.keys() - expected.keys())
-        reshaped = sorted(k for k in expected.keys() & found.keys() if expected[k] != found[k])
-        details = [
-            f"{label} ({len(names)}): {names[0]}{', ...' if len(names) > 1 else ''}"
-            for label, names in (("missing", missing), ("unexpected", extra))
-            if names
-        ] + [f"shape {found[k]} instead of {expected[k]} for {k}" for k in reshaped[:1]]
-        raise ValueError(
-            f"checkpoint {path} does not match the model's architecture: " + "; ".join(details)
-        )
+        problem = weights_file_problem(path, expected)
+        if problem is not None:
+            raise CorruptFileError(f"checkpoint {path} {problem}")
 
 
 def load_weights_file(model: keras.Model, path: str | os.PathLike) -> None:
@@ -113,7 +138,7 @@ def load_weights_file(model: keras.Model, path: str | os.PathLike) -> None:
     try:
         model.load_weights(str(path))
     except HDF5_READ_ERRORS as error:  # h5py's message does not name the file
-        raise ValueError(
+        raise CorruptFileError(
             f"checkpoint {path} is corrupt (its weights cannot be read): {error}"
         ) from error
 
