@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import keras
 
 from keras_attention.core.atomic_files import json_text, move_folder_into_place
+from keras_attention.core.weights_file import write_weights_file
 from keras_attention.models.run_folder import (
     load_tokenizer_file,
     read_json_object,
@@ -157,7 +158,7 @@ def save_to_preset(
         folder.mkdir()
         config = _without_keys(keras.saving.serialize_keras_object(model), UNSAVED_CONFIG_KEYS)
         (folder / CONFIG_FILE).write_text(json_text(config, indent=4), encoding="utf-8")
-        model.save_weights(folder / WEIGHTS_FILE)
+        write_weights_file(model, folder / WEIGHTS_FILE)
         metadata = preset_metadata(model, beam_size, alpha, source_language, target_language)
         (folder / METADATA_FILE).write_text(json_text(metadata, indent=4), encoding="utf-8")
         if tokenizer is not None:

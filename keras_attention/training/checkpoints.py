@@ -1,8 +1,8 @@
 """Checkpoint averaging (Section 6.1: the last 5 checkpoints for base models, 20 for big)."""
 
+import io
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,6 +11,7 @@ import keras
 import numpy as np
 
 from keras_attention.core.file_checks import CorruptFileError
+from keras_attention.core.weights_file import weights_bytes
 
 # Where `save_weights` of a compiled model puts the optimizer's variables.
 OPTIMIZER_GROUP = "optimizer"
@@ -42,7 +43,9 @@ def last_checkpoints(directory: str | os.PathLike, count: int) -> list[Path]:
     return [path for _, path in found[-count:]]
 
 
-def _layout(path: str | os.PathLike, read_data: bool = False) -> dict[str, tuple[int, ...]]:
+def _layout(
+    path: str | os.PathLike | io.BytesIO, read_data: bool = False
+) -> dict[str, tuple[int, ...]]:
     """The shape of every model weight in a `.weights.h5` file, by its path in the file.
 
     The optimizer's variables, which a compiled model saves alongside (`optimizer/...`), are
@@ -67,10 +70,7 @@ def _layout(path: str | os.PathLike, read_data: bool = False) -> dict[str, tuple
 
 def model_layout(model: keras.Model) -> dict[str, tuple[int, ...]]:
     """The layout of `model`'s `.weights.h5` file (see `weights_file_problem`)."""
-    with tempfile.TemporaryDirectory() as folder:
-        reference = Path(folder) / "model.weights.h5"
-        model.save_weights(reference)
-        return _layout(reference)
+    return _layout(io.BytesIO(weights_bytes(model)))
 
 
 def weights_file_problem(
