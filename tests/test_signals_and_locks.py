@@ -38,11 +38,20 @@ class Finished(NamedTuple):
 
 
 def start(command: list[str], logs: Path) -> subprocess.Popen:
-    """Starts `command` in its own session, its stdout and stderr into files under `logs`."""
+    """Starts `command` in its own session, its stdout and stderr into files under `logs`.
+
+    Ctrl-C is restored for it: a test suite started as a background job (`... &`, `nohup`)
+    ignores SIGINT, and a program started ignoring SIGINT keeps ignoring it (as it should).
+    """
     logs.mkdir(parents=True, exist_ok=True)
     with (logs / "stdout").open("w") as stdout, (logs / "stderr").open("w") as stderr:
         return subprocess.Popen(
-            command, stdout=stdout, stderr=stderr, env=TENSORFLOW_ENV, start_new_session=True
+            command,
+            stdout=stdout,
+            stderr=stderr,
+            env=TENSORFLOW_ENV,
+            start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
 
 
