@@ -166,8 +166,13 @@ def user_errors(*kinds: type[Exception]) -> Iterator[None]:
 
     Example:
 
+    >>> from keras_attention.runs.files import load_run_model
     >>> with user_errors():
-    ...     model, tokenizer = load_run_model(args.run_dir)
+    ...     model, tokenizer = load_run_model("runs/translator")
+    >>> with user_errors():  # prints "error: no folder runs/missing" on stderr
+    ...     model, tokenizer = load_run_model("runs/missing")
+    Traceback (most recent call last):
+    SystemExit: 2
     """
     reported = (UserError, *(kinds or (OSError, ValueError)))
     try:

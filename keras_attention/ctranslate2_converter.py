@@ -34,11 +34,13 @@ probability anyway).
 
 Example:
 
+>>> import ctranslate2
 >>> path = convert_run_to_ctranslate2("runs/translator", "runs/translator/ctranslate2")
 >>> translator = ctranslate2.Translator(str(path), device="cpu")
 >>> _, tokenizer = load_run("runs/translator")
->>> results = translator.translate_batch(source_tokens(tokenizer, ["a dog runs ."]))
+>>> results = translator.translate_batch(source_tokens(tokenizer, ["A dog runs."]))
 >>> detokenize(tokenizer, [result.hypotheses[0] for result in results])
+['...']
 """
 
 import os
@@ -387,8 +389,15 @@ def convert_to_ctranslate2(
 
     Example:
 
+    >>> import ctranslate2
+    >>> model, tokenizer = load_run("runs/translator")
     >>> path = convert_to_ctranslate2(model, tokenizer, "ct2_model", quantization="int8")
-    >>> ctranslate2.Translator(str(path)).translate_batch(source_tokens(tokenizer, ["a dog"]))
+    >>> sorted(os.listdir(path))
+    ['config.json', 'model.bin', 'shared_vocabulary.json']
+    >>> results = ctranslate2.Translator(str(path)).translate_batch(
+    ...     source_tokens(tokenizer, ["A dog runs."]), beam_size=2)
+    >>> len(results[0].hypotheses)
+    1
     """
     check_quantization(quantization)
     target = Path(output_dir)

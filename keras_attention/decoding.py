@@ -191,7 +191,13 @@ def greedy_search(
 
     Example:
 
-    >>> tokens, scores = greedy_search(model, source_ids)
+    >>> from keras_attention import Transformer
+    >>> model = Transformer.from_preset("tiny", vocabulary_size=100)  # untrained
+    >>> model.build()
+    >>> source_ids = np.array([[17, 42, 9, 3], [25, 3, 0, 0]])  # ending with EOS (3), padded
+    >>> tokens, scores = greedy_search(model, source_ids, max_length=6)
+    >>> keras.ops.shape(tokens), keras.ops.shape(scores)
+    ((2, 6), (2,))
     """
     _check_lengths(max_length, extra_length)
     source_ids = ops.convert_to_tensor(source_ids, "int32")
@@ -295,7 +301,13 @@ def beam_search(
 
     Example:
 
-    >>> tokens, scores = beam_search(model, source_ids, beam_size=4, alpha=0.6)
+    >>> from keras_attention import Transformer
+    >>> model = Transformer.from_preset("tiny", vocabulary_size=100)  # untrained
+    >>> model.build()
+    >>> source_ids = np.array([[17, 42, 9, 3], [25, 3, 0, 0]])  # ending with EOS (3), padded
+    >>> tokens, scores = beam_search(model, source_ids, beam_size=4, alpha=0.6, max_length=6)
+    >>> keras.ops.shape(tokens), keras.ops.shape(scores)
+    ((2, 6), (2,))
     """
     check_positive_int("beam_size", beam_size)
     _check_lengths(max_length, extra_length)

@@ -146,10 +146,17 @@ class Translator(tf.Module):
 
     Example:
 
-    >>> translator = Translator.from_preset("runs/translator")
-    >>> translator.translate(["A man rides a bike."])["translations"]
+    >>> translator = Translator.from_preset("runs/translator")  # a run of tools/train.py
+    >>> result = translator.translate(["A man rides a bike.", "  "])
+    >>> sorted(result)
+    ['scores', 'translations']
+    >>> result["translations"].numpy()  # a blank sentence translates to ""
+    array([b'...', b''], dtype=object)
+    >>> from keras_attention.runs.train import load_run
+    >>> model, tokenizer = load_run("runs/translator")
     >>> translator = Translator(model, tokenizer, beam_size=4)
-    >>> translator.translate(tf.constant(["A man rides a bike."]))["translations"]
+    >>> translator.translate(tf.constant(["A man rides a bike."]))["scores"].dtype
+    tf.float32
     """
 
     def __init__(
@@ -209,8 +216,11 @@ class Translator(tf.Module):
 
         Example:
 
-        >>> translator = Translator.from_preset("runs/translator")
+        >>> translator = Translator.from_preset("runs/translator")  # the run's beam search
+        >>> translator.beam_size
+        2
         >>> translator.translate_texts(["A man rides a bike."])
+        ['...']
         """
         check_tensorflow_backend()
         preset_beam_size, preset_alpha = preset_sources.beam_search_settings(preset)
@@ -315,7 +325,9 @@ class Translator(tf.Module):
 
         Example:
 
-        >>> Translator.from_preset("runs/translator").translate_texts(["A man rides a bike."])
+        >>> translator = Translator.from_preset("runs/translator")
+        >>> translator.translate_texts(["A man rides a bike.", ""])
+        ['...', '']
         """
         translations = self.translate(list(sentences))["translations"].numpy()
         return [text.decode("utf-8") for text in translations]

@@ -25,7 +25,8 @@ def padding_mask(token_ids, pad_id: int = 0):
 
     Example:
 
-    >>> padding_mask(np.array([[5, 6, 0]]))  # [[True, True, False]]
+    >>> keras.ops.convert_to_numpy(padding_mask(np.array([[5, 6, 0]])))
+    array([[ True,  True, False]])
     """
     return ops.not_equal(token_ids, pad_id)
 
@@ -45,7 +46,12 @@ def causal_mask(query_length, key_length=None, offset=0):
 
     Example:
 
-    >>> causal_mask(3)  # [[T, F, F], [T, T, F], [T, T, T]]
+    >>> keras.ops.convert_to_numpy(causal_mask(3))
+    array([[ True, False, False],
+           [ True,  True, False],
+           [ True,  True,  True]])
+    >>> keras.ops.convert_to_numpy(causal_mask(1, key_length=3, offset=1))  # decoding step 2
+    array([[ True,  True, False]])
     """
     key_length = query_length if key_length is None else key_length
     query_positions = ops.arange(query_length, dtype="int32") + ops.cast(offset, "int32")

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The test command: the whole suite under TensorFlow, then the backend-agnostic tests (core,
-# layers, masks, the Transformer, a model.fit and the searches) under PyTorch and JAX. The
-# TensorFlow suite runs in two processes (pytest-xdist), a test file per process at a time, so
-# that a file's module fixtures are built once.
+# The test command: the whole suite under TensorFlow, the package's docstring examples as
+# doctests, then the backend-agnostic tests (core, layers, masks, the Transformer, a model.fit
+# and the searches) under PyTorch and JAX. The TensorFlow suite runs in two processes
+# (pytest-xdist), a test file per process at a time, so that a file's module fixtures are built
+# once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The slowest tests are listed (--durations) so that the suite's time can be kept in check.
 KERAS_BACKEND=tensorflow python -m pytest -q -n 2 --dist loadfile --durations=20 tests "$@"
+# The docstring examples of the package, as doctests (set-up: conftest.py).
+KERAS_BACKEND=tensorflow python -m pytest -q --doctest-modules keras_attention "$@"
 AGNOSTIC=(tests/core tests/layers tests/test_masks.py tests/models/test_transformer.py
   tests/training/test_memorize.py tests/test_decoding.py)
 KERAS_BACKEND=torch python -m pytest -q -n 2 "${AGNOSTIC[@]}" "$@"

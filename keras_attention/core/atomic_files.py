@@ -95,8 +95,12 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
 
     Example:
 
+    >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    >>> Path("run").mkdir()
     >>> with atomic_path("run/model.keras") as tmp:
     ...     model.save(tmp)
+    >>> os.listdir("run")
+    ['model.keras']
     """
     path = Path(path)
     suffix = suffix or "".join(path.suffixes)

@@ -22,8 +22,12 @@ def deferred_garbage_collection() -> Iterator[None]:
 
     Example:
 
-    >>> with deferred_garbage_collection():
-    ...     model.quantize("int8")
+    >>> dense = keras.layers.Dense(8)
+    >>> dense.build((None, 4))
+    >>> with deferred_garbage_collection():  # one collection at the end, not one per kernel
+    ...     dense.quantize("int8")
+    >>> dense.dtype_policy.name
+    'int8_from_float32'
     """
     collect = gc.collect
     calls = []

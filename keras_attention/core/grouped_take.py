@@ -30,8 +30,9 @@ def take_in_groups(tensor, indices, group_size: int, axis: int = 0):
 
     Example:
 
-    >>> take_in_groups(ops.arange(6), ops.array([[1, 1], [0, 2]]), 3)  # groups [0 1 2] [3 4 5]
-    [1 1 3 5]
+    >>> rows = take_in_groups(ops.arange(6), ops.array([[1, 1], [0, 2]]), 3)
+    >>> ops.convert_to_numpy(rows)  # rows 1, 1 of group [0 1 2]; rows 0, 2 of group [3 4 5]
+    array([1, 1, 3, 5], dtype=int32)
     """
     groups = ops.shape(indices)[0]
     offsets = ops.arange(groups, dtype="int32")[:, None] * group_size  # (B, 1)

@@ -24,9 +24,15 @@ def lazy_names(
         a plain attribute; a name it does not offer raises `AttributeError` as a module's
         does. The second lists the names loaded and offered; the third, those offered.
 
-    Example:
+    Example, in a package's `__init__.py`: `__getattr__, __dir__, __all__ = lazy_names(
+    __name__, strategy=["get_strategy"])`. Here for `keras_attention.distribute`:
 
-    >>> __getattr__, __dir__, __all__ = lazy_names(__name__, strategy=["get_strategy"])
+    >>> package = "keras_attention.distribute"
+    >>> module_getattr, module_dir, names = lazy_names(package, strategy=["get_strategy"])
+    >>> names
+    ['get_strategy']
+    >>> module_getattr("get_strategy").__module__  # imports keras_attention.distribute.strategy
+    'keras_attention.distribute.strategy'
     """
     homes = {name: module for module, names in modules.items() for name in names}
 

@@ -28,6 +28,7 @@ def weights_bytes(model) -> bytes:
 
     Example:
 
+    >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
     >>> data = weights_bytes(model)
     >>> data[:8] == b"\\x89HDF\\r\\n\\x1a\\n"
     True

@@ -524,7 +524,7 @@ def write_corpus(
 
     Example:
 
-    >>> paths = write_corpus("/tmp/corpus", num_train=1000)
+    >>> paths = write_corpus("corpus", num_train=1000)
     >>> paths["train"][0].name
     'train.en'
     """

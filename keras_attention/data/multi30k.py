@@ -75,9 +75,14 @@ def load_multi30k(
 
     Example:
 
-    >>> splits = load_multi30k("data/multi30k")  # train.en, train.de, val.en, ...
-    >>> len(splits["train"][0])
-    29000
+    >>> folder = Path("data/multi30k")  # a stand-in with Multi30k's files, 2 pairs each
+    >>> folder.mkdir(parents=True)
+    >>> for split in ("train", "val", "test2016"):
+    ...     _ = (folder / f"{split}.en").write_text("A dog runs.\\nTwo men eat.\\n")
+    ...     _ = (folder / f"{split}.de").write_text("Ein Hund rennt.\\nZwei Männer essen.\\n")
+    >>> splits = load_multi30k("data/multi30k")  # Multi30k's own: 29000 training pairs
+    >>> splits["test"]
+    (['A dog runs.', 'Two men eat.'], ['Ein Hund rennt.', 'Zwei Männer essen.'])
     """
     if source_language not in LANGUAGES:
         raise ValueError(f"source_language must be one of {LANGUAGES}; got {source_language!r}")

@@ -66,9 +66,14 @@ class SubwordTokenizer(tf.Module):
 
     Example:
 
-    >>> tokenizer = SubwordTokenizer.train(["a man rides a bike", ...], vocabulary_size=1000)
-    >>> ids = tokenizer.tokenize(["a man"])  # tf.RaggedTensor of int32, no BOS / EOS
-    >>> tokenizer.detokenize(ids)  # [b"a man"]
+    >>> from keras_attention.data.generated_corpus import generate_pairs
+    >>> texts = [text for pair in generate_pairs(200, seed=0) for text in pair]
+    >>> tokenizer = SubwordTokenizer.train(texts, vocabulary_size=200)
+    >>> ids = tokenizer.tokenize(["A man rides a bike."])  # tf.RaggedTensor, no BOS / EOS
+    >>> ids.dtype, ids.shape[0]
+    (tf.int32, 1)
+    >>> tokenizer.detokenize(ids).numpy()
+    array([b'A man rides a bike.'], dtype=object)
     """
 
     def __init__(self, model_proto: bytes, recaser: Recaser | None = None):

@@ -53,8 +53,19 @@ class ClusterBackupAndRestore(keras.callbacks.BackupAndRestore):
 
     Example:
 
-    >>> backup = ClusterBackupAndRestore("run/backup", save_freq=500, double_checkpoint=True)
-    >>> fit_resumable(model, train_data, epochs=10, callbacks=[backup])
+    >>> from keras_attention.runs.train import load_run
+    >>> from keras_attention.training.resume import fit_resumable
+    >>> model, _ = load_run("runs/translator")
+    >>> backup = ClusterBackupAndRestore("run/backup", save_freq=2, double_checkpoint=True,
+    ...                                  delete_checkpoint=False)
+    >>> history = fit_resumable(model, train_data, epochs=2, callbacks=[backup], verbose=0)
+    >>> sorted(os.listdir("run/backup"))  # the latest backup and the one before (.bkp)
+    ['latest.weights.h5', 'latest.weights.h5.bkp', 'training_metadata.json',
+     'training_metadata.json.bkp']
+    >>> backup = ClusterBackupAndRestore("run/backup", save_freq=2, double_checkpoint=True)
+    >>> history = fit_resumable(model, train_data, epochs=3, callbacks=[backup], verbose=0)
+    >>> len(history.history["loss"])  # the backup says that 2 epochs were trained
+    1
     """
 
     def __init__(

@@ -91,8 +91,18 @@ class MultiWorkerFitMixin:
 
     Example:
 
-    >>> class MyModel(MultiWorkerFitMixin, keras.Model):
-    ...     ...
+    >>> class Regression(MultiWorkerFitMixin, keras.Model):
+    ...     def __init__(self, **kwargs):
+    ...         super().__init__(**kwargs)
+    ...         self.dense = keras.layers.Dense(1)
+    ...
+    ...     def call(self, inputs):
+    ...         return self.dense(inputs)
+    >>> model = Regression()
+    >>> model.compile("sgd", "mse")
+    >>> history = model.fit(np.ones((8, 3)), np.ones((8, 1)), epochs=2, verbose=0)
+    >>> len(history.history["loss"])
+    2
     """
 
     # The other backends' trainers have their own signatures (JAX's `_make_function` takes
@@ -124,11 +134,14 @@ def enable_multi_worker_fit(model: keras.Model) -> keras.Model:
 
     Example:
 
-    >>> strategy = multi_worker_strategy()
+    >>> from keras_attention.distribute import get_strategy
+    >>> strategy = get_strategy()  # on each worker of a TF_CONFIG cluster: multi-worker
     >>> with strategy.scope():
-    ...     model = keras.Sequential([keras.layers.Dense(1)])
+    ...     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
     ...     model.compile("sgd", "mse")
-    >>> enable_multi_worker_fit(model).fit(dataset, epochs=2)
+    >>> history = enable_multi_worker_fit(model).fit(np.ones((8, 3)), np.ones((8, 1)), verbose=0)
+    >>> len(history.history["loss"])
+    1
     """
     if keras.backend.backend() != "tensorflow":
         raise ValueError(

@@ -33,9 +33,12 @@ def get_strategy(
 
     Example:
 
+    >>> from keras_attention import Transformer
     >>> strategy = get_strategy()
     >>> with strategy.scope():
     ...     model = Transformer.from_preset("small", vocabulary_size=8000)
+    >>> strategy.num_replicas_in_sync  # one CPU, no TF_CONFIG
+    1
     """
     if is_multi_worker():
         if devices:

@@ -89,7 +89,7 @@ class MultiHeadAttention(keras.layers.Layer):
 
     >>> mha = MultiHeadAttention(num_heads=4)
     >>> x = np.random.rand(2, 6, 32).astype("float32")
-    >>> mha(x, x, use_causal_mask=True).shape
+    >>> keras.ops.shape(mha(x, x, use_causal_mask=True))
     (2, 6, 32)
     """
 

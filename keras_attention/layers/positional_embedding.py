@@ -46,8 +46,12 @@ class PositionalEmbedding(keras.layers.Layer):
     Example:
 
     >>> embed = PositionalEmbedding(vocabulary_size=100, d_model=16)
-    >>> hidden = embed(np.array([[5, 7, 0]]))  # (1, 3, 16), mask [[True, True, False]]
-    >>> logits = embed(hidden, reverse=True)  # (1, 3, 100)
+    >>> ids = np.array([[5, 7, 0]])
+    >>> hidden = embed(ids)
+    >>> keras.ops.shape(hidden), keras.ops.convert_to_numpy(embed.compute_mask(ids))
+    ((1, 3, 16), array([[ True,  True, False]]))
+    >>> keras.ops.shape(embed(hidden, reverse=True))  # logits over the vocabulary
+    (1, 3, 100)
     """
 
     def __init__(

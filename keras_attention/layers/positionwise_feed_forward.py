@@ -35,7 +35,7 @@ class PositionwiseFeedForward(keras.layers.Layer):
     Example:
 
     >>> ffn = PositionwiseFeedForward(intermediate_dim=64)
-    >>> ffn(np.zeros((2, 5, 16), "float32")).shape
+    >>> keras.ops.shape(ffn(np.zeros((2, 5, 16), "float32")))
     (2, 5, 16)
     """
 

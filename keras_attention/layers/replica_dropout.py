@@ -42,8 +42,10 @@ class ReplicaDropout(keras.layers.Dropout):
 
     Example:
 
-    >>> layer = ReplicaDropout(0.1)
-    >>> outputs = layer(inputs, training=True)
+    >>> layer = ReplicaDropout(0.5)
+    >>> outputs = keras.ops.convert_to_numpy(layer(np.ones((2, 1000)), training=True))
+    >>> np.unique(outputs)  # dropped, or scaled by 1 / (1 - rate)
+    array([0., 2.], dtype=float32)
     """
 
     def call(self, inputs, training=False):

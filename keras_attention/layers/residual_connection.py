@@ -35,7 +35,7 @@ class ResidualConnection:
     >>> norm, dropout = keras.layers.LayerNormalization(), keras.layers.Dropout(0.1)
     >>> feed_forward = keras.layers.Dense(32)
     >>> connection = ResidualConnection(norm, dropout, norm_first=False)
-    >>> connection(np.ones((2, 5, 32), "float32"), feed_forward).shape
+    >>> keras.ops.shape(connection(np.ones((2, 5, 32), "float32"), feed_forward))
     (2, 5, 32)
     """
 

@@ -108,7 +108,8 @@ def scaled_dot_product_attention(
     Example:
 
     >>> q = np.random.rand(2, 5, 16).astype("float32")
-    >>> out = scaled_dot_product_attention(q, q, q)  # (2, 5, 16)
+    >>> keras.ops.shape(scaled_dot_product_attention(q, q, q))
+    (2, 5, 16)
     """
     query, key, value = (ops.convert_to_tensor(t) for t in (query, key, value))
     if mask is not None:
@@ -172,7 +173,7 @@ class ScaledDotProductAttention(keras.layers.Layer):
 
     >>> layer = ScaledDotProductAttention(dropout=0.1)
     >>> x = np.random.rand(2, 4, 5, 8).astype("float32")  # (batch, heads, len, depth)
-    >>> layer(x, x, x).shape
+    >>> keras.ops.shape(layer(x, x, x))
     (2, 4, 5, 8)
     """
 

@@ -36,7 +36,8 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
     Example:
 
     >>> x = np.zeros((2, 10, 16), "float32")
-    >>> pe = SinusoidalPositionalEncoding()(x)  # (2, 10, 16)
+    >>> keras.ops.shape(SinusoidalPositionalEncoding()(x))
+    (2, 10, 16)
     """
 
     def __init__(self, max_wavelength: float = 10000.0, **kwargs):

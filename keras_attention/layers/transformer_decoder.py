@@ -46,7 +46,7 @@ class TransformerDecoder(TransformerStackBase):
 
     >>> decoder = TransformerDecoder(num_layers=2, num_heads=4, intermediate_dim=64)
     >>> target, source = np.zeros((2, 5, 32), "float32"), np.zeros((2, 7, 32), "float32")
-    >>> decoder(target, source).shape
+    >>> keras.ops.shape(decoder(target, source))
     (2, 5, 32)
     """
 

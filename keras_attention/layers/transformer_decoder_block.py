@@ -69,7 +69,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
 
     >>> block = TransformerDecoderBlock(num_heads=4, intermediate_dim=64)
     >>> target, source = np.zeros((2, 5, 32), "float32"), np.zeros((2, 7, 32), "float32")
-    >>> block(target, source).shape
+    >>> keras.ops.shape(block(target, source))
     (2, 5, 32)
     """
 

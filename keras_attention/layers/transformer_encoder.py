@@ -34,7 +34,7 @@ class TransformerEncoder(TransformerStackBase):
     Example:
 
     >>> encoder = TransformerEncoder(num_layers=2, num_heads=4, intermediate_dim=64)
-    >>> encoder(np.zeros((2, 7, 32), "float32")).shape
+    >>> keras.ops.shape(encoder(np.zeros((2, 7, 32), "float32")))
     (2, 7, 32)
     """
 

@@ -44,7 +44,7 @@ class TransformerEncoderBlock(TransformerBlockBase):
     Example:
 
     >>> block = TransformerEncoderBlock(num_heads=4, intermediate_dim=64)
-    >>> block(np.zeros((2, 7, 32), "float32")).shape
+    >>> keras.ops.shape(block(np.zeros((2, 7, 32), "float32")))
     (2, 7, 32)
     """
 

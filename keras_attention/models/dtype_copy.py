@@ -24,6 +24,7 @@ def copy_with_dtype(model: Transformer, dtype: str = "float32") -> Transformer:
 
     >>> keras.config.set_dtype_policy("mixed_bfloat16")
     >>> model = Transformer.from_preset("tiny", vocabulary_size=100)
+    >>> model.build()
     >>> keras.config.set_dtype_policy("float32")
     >>> copy_with_dtype(model).compute_dtype
     'float32'

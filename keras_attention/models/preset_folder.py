@@ -144,7 +144,13 @@ def save_to_preset(
 
     Example:
 
+    >>> from keras_attention import Transformer
+    >>> from keras_attention.runs.train import load_run
+    >>> model, tokenizer = load_run("runs/translator")
     >>> save_to_preset(model, "presets/en-de", tokenizer, beam_size=4, alpha=0.6)
+    PosixPath('presets/en-de')
+    >>> sorted(os.listdir("presets/en-de"))
+    ['assets', 'config.json', 'metadata.json', 'model.weights.h5']
     >>> model = Transformer.from_preset("presets/en-de")
     """
     if not model.built:

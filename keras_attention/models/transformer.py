@@ -51,7 +51,9 @@ class Transformer(MultiWorkerFitMixin, keras.Model):
     Example:
 
     >>> model = Transformer.from_preset("tiny", vocabulary_size=1000)
-    >>> logits = model((np.array([[5, 6, 2]]), np.array([[1, 7]])))  # (1, 2, 1000)
+    >>> logits = model((np.array([[5, 6, 3]]), np.array([[2, 7]])))  # source, BOS + target
+    >>> keras.ops.shape(logits)
+    (1, 2, 1000)
     """
 
     def __init__(
@@ -173,7 +175,11 @@ class Transformer(MultiWorkerFitMixin, keras.Model):
         Example:
 
         >>> model = Transformer.from_preset("small", vocabulary_size=8000, dropout=0.2)
-        >>> trained = Transformer.from_preset("runs/translator")
+        >>> model.d_model, model.built
+        (256, False)
+        >>> trained = Transformer.from_preset("runs/translator")  # a run of tools/train.py
+        >>> trained.d_model, trained.built
+        (16, True)
         """
         from keras_attention.models.preset_sources import load_model
 
@@ -203,7 +209,10 @@ class Transformer(MultiWorkerFitMixin, keras.Model):
 
         Example:
 
+        >>> from keras_attention.runs.train import load_run
+        >>> model, tokenizer = load_run("runs/translator")
         >>> model.save_to_preset("presets/en-de", tokenizer, beam_size=4, alpha=0.6)
+        PosixPath('presets/en-de')
         >>> model = Transformer.from_preset("presets/en-de")
         """
         from keras_attention.models.preset_folder import save_to_preset

@@ -44,7 +44,9 @@ def save_run_as_preset(
 
     Example:
 
+    >>> from keras_attention.export import Translator
     >>> save_run_as_preset("runs/translator", "presets/en-de")
+    PosixPath('presets/en-de')
     >>> translator = Translator.from_preset("presets/en-de")
     """
     check_new_preset_dir(preset_dir)

@@ -61,8 +61,15 @@ class ValidationBleu(keras.callbacks.Callback):
 
     Example:
 
-    >>> callback = ValidationBleu(tokenizer, val_sources, val_references, every_epochs=2)
-    >>> model.fit(train, epochs=10, callbacks=[callback, keras.callbacks.CSVLogger("log.csv")])
+    >>> from keras_attention.runs.train import load_run
+    >>> model, tokenizer = load_run("runs/translator")
+    >>> sources = ["A dog runs.", "Two men eat."]
+    >>> references = ["Ein Hund rennt.", "Zwei Männer essen."]
+    >>> callback = ValidationBleu(tokenizer, sources, references, every_epochs=2)
+    >>> log = keras.callbacks.CSVLogger("log.csv")
+    >>> history = model.fit(train_data, epochs=2, callbacks=[callback, log], verbose=0)
+    >>> np.isnan(history.history["val_bleu"])  # translated after the second epoch only
+    array([ True, False])
     """
 
     def __init__(

@@ -76,7 +76,11 @@ class DivergenceCheck(keras.callbacks.Callback):
 
     Example:
 
-    >>> model.fit(data, epochs=10, callbacks=[DivergenceCheck(), *others])
+    >>> from keras_attention.runs.train import load_run
+    >>> model, _ = load_run("runs/translator")
+    >>> history = model.fit(train_data, epochs=2, callbacks=[DivergenceCheck()], verbose=0)
+    >>> len(history.history["loss"])  # no divergence: both epochs trained
+    2
     """
 
     def __init__(

@@ -26,6 +26,8 @@ def paper_optimizer(
     Example:
 
     >>> optimizer = paper_optimizer(d_model=512)
+    >>> optimizer.beta_2, optimizer.epsilon
+    (0.98, 1e-09)
     """
     return keras.optimizers.Adam(
         learning_rate=TransformerSchedule(
@@ -72,8 +74,11 @@ def compile_with_paper_recipe(
 
     Example:
 
+    >>> from keras_attention import Transformer
     >>> model = Transformer.from_preset("small", vocabulary_size=8000)
-    >>> compile_with_paper_recipe(model, warmup_steps=4000)
+    >>> model = compile_with_paper_recipe(model, warmup_steps=4000)
+    >>> type(model.loss).__name__
+    'LabelSmoothedCrossEntropy'
     """
     model.compile(
         optimizer=paper_optimizer(

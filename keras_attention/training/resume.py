@@ -75,9 +75,15 @@ def fit_resumable(
 
     Example:
 
-    >>> callbacks = training_callbacks("run", backup_every_steps=500)
-    >>> history = fit_resumable(model, train_data, epochs=10, callbacks=callbacks,
-    ...                         validation_data=val_data)
+    >>> import os
+    >>> from keras_attention.runs.train import load_run
+    >>> from keras_attention.training.callbacks import training_callbacks
+    >>> model, _ = load_run("runs/translator")
+    >>> callbacks = training_callbacks("run", backup_every_steps=2)
+    >>> history = fit_resumable(model, train_data, epochs=2, callbacks=callbacks,
+    ...                         validation_data=val_data, verbose=0)
+    >>> sorted(os.listdir("run"))  # its backup, in run/backup, is removed when training ends
+    ['checkpoints', 'logs', 'training_log.csv']
     """
     callbacks = list(callbacks or [])
     backups = [callback for callback in callbacks if isinstance(callback, ClusterBackupAndRestore)]

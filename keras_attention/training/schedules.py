@@ -34,9 +34,11 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
     Example:
 
     >>> schedule = TransformerSchedule(d_model=512, warmup_steps=4000)
-    >>> float(schedule(3999))  # the peak, about 7.0e-4
+    >>> round(float(schedule(3999)), 6)  # the peak
+    0.000699
     >>> cooled = TransformerSchedule(512, 4000, total_steps=100_000, cooldown_steps=20_000)
     >>> float(cooled(100_000))  # zero once training is over
+    0.0
     """
 
     def __init__(
