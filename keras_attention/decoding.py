@@ -115,6 +115,11 @@ def _prepare(model, source_ids, copies: int, length, use_cache: bool):
     cross-attention keys and values (one row per sentence: the decoder blocks attend with a
     sentence's hypotheses as one row of queries); without, they are repeated per hypothesis.
     """
+    if not model.built:
+        raise ValueError(
+            f"model {model.name} is not built: call model.build() (or the model on a batch) "
+            "before decoding with it"
+        )
     encoded, source_mask = model.encode(source_ids)  # (B, S, D), (B, S)
     if not use_cache:
         if copies > 1:

@@ -538,3 +538,13 @@ def test_bad_arguments_are_rejected(arguments: dict, name: str):
     if name != "beam_size":
         with pytest.raises(ValueError, match=name):
             greedy_search(model, SOURCES, **arguments)
+
+
+@pytest.mark.parametrize("search", [greedy_search, beam_search])
+def test_an_unbuilt_model_is_named(search):
+    model = Transformer(
+        vocabulary_size=12, num_encoder_layers=1, num_decoder_layers=1, d_model=8,
+        num_heads=2, intermediate_dim=16, name="unbuilt",
+    )  # fmt: skip
+    with pytest.raises(ValueError, match=r"model unbuilt is not built: call model\.build\(\)"):
+        search(model, SOURCES)
