@@ -10,7 +10,7 @@ import sacrebleu
 import sacremoses
 import tensorflow as tf
 
-from keras_attention.export import load_exported
+from keras_attention.serving.export import load_exported
 
 SCORE_NAMES = ("bleu", "chrf", "bleu_lowercase", "bleu_tokenized")
 
@@ -183,7 +183,7 @@ def load_saved_model(path: str | os.PathLike) -> Callable:
         path: a SavedModel version folder written by `export_translator`.
 
     Returns:
-        Its `serving_default` signature (see `keras_attention.export.load_exported`).
+        Its `serving_default` signature (see `keras_attention.serving.export.load_exported`).
 
     Raises:
         FileNotFoundError: naming `path` if it holds no `saved_model.pb`.

@@ -9,7 +9,7 @@ from tests.shared_data import MULTI30K_DIR, needs_multi30k
 
 pytest.importorskip("keras_hub")
 
-from tools.benchmarks import decode_throughput, serve_throughput, train_throughput
+from tools.benchmarks import decode, decode_throughput, serve_throughput, train_throughput
 from tools.benchmarks.timing import TransformerDims, forward_flops
 
 
@@ -102,7 +102,7 @@ def test_decode_benchmark_smoke(tmp_path):
         cache_dir=str(tmp_path),
         engines=False,  # tests/test_benchmark_engines.py
     )
-    result = decode_throughput.run_decode_benchmark(config)
+    result = decode.run_decode_benchmark(config)
     for timing in result["sentences_per_second"].values():
         assert timing["cached"] > 0 and timing["recomputed"] > 0
         assert timing["speedup"] == pytest.approx(timing["cached"] / timing["recomputed"])
@@ -123,7 +123,7 @@ def test_decode_benchmark_smoke(tmp_path):
     for name in ("greedy", "beam4"):
         assert int8[name]["speedup"] == pytest.approx(int8[name]["int8"] / int8[name]["float32"])
         assert 0.0 <= int8[name]["same_output"] <= 1.0
-    table = decode_throughput.format_decode_table(result)
+    table = decode.format_decode_table(result)
     assert (
         "cache speed-up" in table
         and "dropping speed-up" in table

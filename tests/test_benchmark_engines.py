@@ -18,7 +18,7 @@ import keras_hub
 from keras_attention.core.special_tokens import EOS_ID, PAD_ID
 from keras_attention.decoding import greedy_search
 from keras_attention.models import Transformer
-from tools.benchmarks import decode_throughput
+from tools.benchmarks import decode, decode_throughput
 from tools.benchmarks.keras_hub_search import keras_hub_sampler, sampler_search
 from tools.benchmarks.timing import SMOKE_MODEL
 
@@ -83,7 +83,7 @@ def test_engines_benchmark_smoke(tmp_path):
         data_dir=str(MULTI30K_DIR),
         cache_dir=str(tmp_path),
     )
-    result = decode_throughput.run_decode_benchmark(config)
+    result = decode.run_decode_benchmark(config)
     assert "sentences_per_second" not in result  # only the engines section
     assert result["config"]["alpha"] == 0.6 and result["config"]["extra_length"] == 0
     section = result["engines"]
@@ -134,7 +134,7 @@ def test_engines_benchmark_smoke(tmp_path):
     assert [r["goal"] for r in ratios[3:]] == [1.0, 1.0, 2.0]
     json.dumps(result)  # `--json` writes it
 
-    table = decode_throughput.format_decode_table(result)
+    table = decode.format_decode_table(result)
     for engine in ENGINES:
         assert table.count(f"\n{engine} ") == 2
     printed = re.findall(r"([\d.]+) / ([\d.]+) = ([\d.]+)x", table)

@@ -27,9 +27,9 @@ from keras_attention.core.atomic_files import FAULT_VARIABLE
 from keras_attention.core.file_checks import CorruptFileError
 from keras_attention.data.generated_corpus import generate_pairs
 from keras_attention.data.tokenizer import SubwordTokenizer
-from keras_attention.export import Translator, export_metadata
 from keras_attention.runs.files import build_run_model, load_run_model
 from keras_attention.runs.run_lock import LOCK_FILE
+from keras_attention.serving.export import Translator, export_metadata
 from keras_attention.training.resume_check import check_resume_files
 from tests.run_helpers import main_error
 from tests.test_train_tool import train_command

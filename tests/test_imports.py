@@ -101,26 +101,41 @@ LEVELS = {
     "keras_attention.training": 3,
     "keras_attention.models": 4,
     "keras_attention.decoding": 5,
-    "keras_attention.chunks": 5,  # length-sorted chunks of a batch, in the graph
-    "keras_attention.warmup_requests": 5,  # TF Serving's warm-up file
-    "keras_attention.export": 6,
+    "keras_attention.serving.chunks": 5,  # length-sorted chunks of a batch, in the graph
+    "keras_attention.serving.warmup_requests": 5,  # TF Serving's warm-up file
+    "keras_attention.serving.export": 6,
     "keras_attention.evaluation": 6,
     "keras_attention.runs": 7,  # a training run, one job per module (see its docstring)
+    "keras_attention.serving.ctranslate2_converter": 6,  # a model as CTranslate2's; optional
     "keras_attention.cli": 9,  # the tools' helpers; its parser finishes the package's import
-    "keras_attention.ctranslate2_converter": 7,  # imports runs.train; ctranslate2 optional
     "keras_attention": 9,  # the package itself imports its public parts
+    "tools": 10,  # the command lines and benchmarks, above the whole package
 }
+TOOLS_ROOT = PACKAGE_ROOT.parent / "tools"
 
 
-def package_modules() -> dict[str, Path]:
-    """Every module of the package by dotted name (a package by its own name)."""
+def package_modules(root: Path = PACKAGE_ROOT) -> dict[str, Path]:
+    """Every module under `root` by dotted name (a package by its own name)."""
     modules = {}
-    for path in PACKAGE_ROOT.rglob("*.py"):
-        parts = path.relative_to(PACKAGE_ROOT.parent).with_suffix("").parts
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
         if parts[-1] == "__init__":
             parts = parts[:-1]
         modules[".".join(parts)] = path
     return modules
+
+
+def absolute_name(node: ast.ImportFrom, importer: str, packages: set[str]) -> str:
+    """The absolute module of a `from ... import`: relative imports resolved against the
+    importer's package, and `benchmarks.x` (how `tools/benchmark.py` imports its
+    modules, with `tools/` on its path) named `tools.benchmarks.x`."""
+    if node.level:
+        package = importer if importer in packages else importer.rpartition(".")[0]
+        base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+        return f"{base}.{node.module}" if node.module else base
+    if node.module == "benchmarks" or node.module.startswith("benchmarks."):
+        return f"tools.{node.module}"
+    return node.module
 
 
 def level(module: str) -> int | None:
@@ -132,18 +147,20 @@ def level(module: str) -> int | None:
     return None
 
 
-def package_imports(source: str, modules: set[str]) -> set[str]:
-    """The package modules that `source` imports, anywhere in it (functions and
-    `TYPE_CHECKING` blocks included): `from a import b` imports `a.b` if that is a module."""
+def package_imports(
+    source: str, modules: set[str], importer: str = "", packages: frozenset[str] = frozenset()
+) -> set[str]:
+    """The modules of `modules` that `source` imports, anywhere in it (functions and
+    `TYPE_CHECKING` blocks included): `from a import b` imports `a.b` if that is a module;
+    relative imports are resolved against `importer`, a package if it is in `packages`."""
     found = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        elif isinstance(node, ast.ImportFrom) and (node.module or node.level):
+            module = absolute_name(node, importer, packages)
             names = [
-                f"{node.module}.{alias.name}"
-                if f"{node.module}.{alias.name}" in modules
-                else node.module
+                f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module
                 for alias in node.names
             ]
         else:
@@ -152,10 +169,16 @@ def package_imports(source: str, modules: set[str]) -> set[str]:
     return found
 
 
-def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
-    """Each module's direct imports of the others, from their sources."""
+def import_graph(
+    sources: dict[str, str], packages: frozenset[str] = frozenset()
+) -> dict[str, set[str]]:
+    """Each module's direct imports of the others, from their sources (`packages`: the
+    names that are packages, for relative imports)."""
     names = set(sources)
-    return {name: package_imports(source, names) - {name} for name, source in sources.items()}
+    return {
+        name: package_imports(source, names, name, packages) - {name}
+        for name, source in sources.items()
+    }
 
 
 def layering_violations(graph: dict[str, set[str]]) -> list[str]:
@@ -180,7 +203,10 @@ def layering_violations(graph: dict[str, set[str]]) -> list[str]:
 
 
 def package_graph() -> dict[str, set[str]]:
-    return import_graph({name: path.read_text() for name, path in package_modules().items()})
+    """The import graph of the package and of `tools/` (its command lines and benchmarks)."""
+    modules = {**package_modules(), **package_modules(TOOLS_ROOT)}
+    packages = frozenset(name for name, path in modules.items() if path.name == "__init__.py")
+    return import_graph({name: path.read_text() for name, path in modules.items()}, packages)
 
 
 def test_every_module_has_a_level():
@@ -190,6 +216,9 @@ def test_every_module_has_a_level():
 def test_imports_point_down_and_never_in_a_circle():
     graph = package_graph()
     assert len(graph) > 40 and graph["keras_attention.runs.train"]
+    # tools/ is in the graph, with its relative and `benchmarks.` imports resolved.
+    assert "tools.benchmarks.decode_throughput" in graph["tools.benchmarks.engines"]
+    assert "tools.benchmarks.decode" in graph["tools.benchmark"]
     assert layering_violations(graph) == []
 
 
@@ -207,6 +236,15 @@ def test_imports_point_down_and_never_in_a_circle():
              "keras_attention.runs.files": "from keras_attention.runs.train import x"},
             [f"keras_attention.runs.{name} imports itself through a cycle"
              for name in ("files", "selection", "train")],
+        ),
+        (  # two benchmarks that import each other, one relatively, inside a function
+            {"tools.benchmarks.a": "def f():\n    from .b import g",
+             "tools.benchmarks.b": "from benchmarks.a import f"},
+            [f"tools.benchmarks.{name} imports itself through a cycle" for name in "ab"],
+        ),
+        (  # the package importing a tool: up a level
+            {"keras_attention.runs.a": "from tools import train", "tools.train": ""},
+            ["keras_attention.runs.a (level 7) imports tools.train (level 10)"],
         ),
     ],
 )  # fmt: skip

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from keras_attention.data.generated_corpus import generated_splits
-from keras_attention.export import export_metadata
+from keras_attention.serving.export import export_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [

@@ -22,9 +22,9 @@ from keras_attention.data.generated_corpus import generated_splits
 from keras_attention.data.streaming import read_parallel
 from keras_attention.data.text_files import read_lines
 from keras_attention.data.tokenizer import SubwordTokenizer
-from keras_attention.export import Translator, export_translator, load_exported
 from keras_attention.models import Transformer
-from tests.export.conftest import TINY_MODEL
+from keras_attention.serving.export import Translator, export_translator, load_exported
+from tests.serving.conftest import TINY_MODEL
 
 VOCABULARY_SIZE = 200
 FAST = settings(max_examples=50, deadline=None, derandomize=True, database=None)

@@ -26,7 +26,7 @@ def source_files() -> list[str]:
 )
 def test_no_source_file_is_ignored_by_git():
     files = source_files()
-    assert "keras_attention/runs/train.py" in files and "tests/export/conftest.py" in files
+    assert "keras_attention/runs/train.py" in files and "tests/serving/conftest.py" in files
     done = subprocess.run(
         ["git", "check-ignore", "--no-index", "--stdin"],
         input="\n".join(files), capture_output=True, text=True, cwd=ROOT, check=False,

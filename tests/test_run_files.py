@@ -417,18 +417,18 @@ class TranslatorArguments:
     """Records the beam width and length penalty of every `Translator` built."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch):
-        import keras_attention.export
         import keras_attention.runs.translate_function
+        import keras_attention.serving.export
 
         self.calls = []
-        real = keras_attention.export.Translator
+        real = keras_attention.serving.export.Translator
 
         def record(model, tokenizer, beam_size=4, alpha=0.6, **kwargs):
             self.calls.append((beam_size, alpha))
             return real(model, tokenizer, beam_size, alpha, **kwargs)
 
         monkeypatch.setattr(keras_attention.runs.translate_function, "Translator", record)
-        monkeypatch.setattr(keras_attention.export, "Translator", record)
+        monkeypatch.setattr(keras_attention.serving.export, "Translator", record)
 
 
 @pytest.mark.parametrize(
@@ -453,7 +453,9 @@ def test_tools_decode_with_the_run_beam_search_unless_given(
     )
     evaluate = load_tool("evaluate")
     evaluate.load_scored_model(evaluate.parse_args(["--run-dir", str(run_copy), *flags]))
-    monkeypatch.setattr("keras_attention.export.export_translator", lambda *a, **k: "exported")
+    monkeypatch.setattr(
+        "keras_attention.serving.export.export_translator", lambda *a, **k: "exported"
+    )
     load_tool("export").main([str(run_copy), "--model-file", weights, *flags])
     assert recorded.calls == [expected] * 3
     assert capsys.readouterr().out.endswith("exported exported\n")

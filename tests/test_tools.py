@@ -155,8 +155,8 @@ def test_export_writes_the_warmup_file_and_decodes_in_chunks(
 ):
     import tensorflow as tf
 
-    from keras_attention.export import load_exported
-    from keras_attention.warmup_requests import read_warmup_requests
+    from keras_attention.serving.export import load_exported
+    from keras_attention.serving.warmup_requests import read_warmup_requests
 
     (tmp_path / "warmup.txt").write_text("\n".join(["", *SENTENCES[:3], "  "]) + "\n")
     stdout = run_ok(

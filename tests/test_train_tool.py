@@ -16,8 +16,8 @@ import tensorflow as tf
 
 import keras_attention  # noqa: F401 (registers the classes that load_model reads)
 from keras_attention.data.tokenizer import SubwordTokenizer
-from keras_attention.export import load_exported
 from keras_attention.runs.config import TrainConfig
+from keras_attention.serving.export import load_exported
 from tests.run_helpers import (
     NATIVE_LOG_LINE,
     kill_when,

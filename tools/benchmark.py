@@ -68,11 +68,8 @@ from pathlib import Path
 # TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
 os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
 
-from benchmarks.decode_throughput import (
-    DecodeBenchmarkConfig,
-    format_decode_table,
-    run_decode_benchmark,
-)
+from benchmarks.decode import format_decode_table, run_decode_benchmark
+from benchmarks.decode_throughput import DecodeBenchmarkConfig
 from benchmarks.decode_throughput import quick_config as quick_decode_config
 from benchmarks.fault_injection import (
     FAST_POINTS,

@@ -7,7 +7,7 @@ Needs `pip install ctranslate2`. Writes OUTPUT_DIR (model.bin, config.json,
 shared_vocabulary.json) atomically: a failed conversion leaves nothing half-written. An
 existing non-empty OUTPUT_DIR is refused unless --overwrite, and --overwrite replaces only a
 CTranslate2 model. CTranslate2 takes SentencePiece pieces and appends `</s>` itself (see
-keras_attention/ctranslate2_converter.py). Errors are one line, `error: ...`, naming the
+keras_attention/serving/ctranslate2_converter.py). Errors are one line, `error: ...`, naming the
 argument or file (a missing run folder, a missing or corrupt model or tokenizer, an output
 folder that may not be written), with exit status 2.
 """
@@ -41,11 +41,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--overwrite", action="store_true", help="replace a CTranslate2 model in --output-dir"
     )
     args = parser.parse_args(argv)
-    from keras_attention.ctranslate2_converter import (
+    from keras_attention.runs.output_guard import check_output_folder
+    from keras_attention.serving.ctranslate2_converter import (
         check_ctranslate2_output_dir,
         check_quantization,
     )
-    from keras_attention.runs.output_guard import check_output_folder
 
     with user_errors(ImportError, OSError, ValueError):
         check_quantization(args.quantization)
@@ -63,16 +63,14 @@ def main(argv: list[str] | None = None) -> None:
 
     args = parse_args(argv)
     # Imported once the arguments are checked, so that their errors come first.
-    from keras_attention.ctranslate2_converter import convert_run_to_ctranslate2
+    from keras_attention.runs import load_run
+    from keras_attention.serving.ctranslate2_converter import convert_to_ctranslate2
 
     # A missing or corrupt model or tokenizer; an output folder that appeared meanwhile.
     with user_errors(ImportError, OSError, ValueError):
-        path = convert_run_to_ctranslate2(
-            args.run_dir,
-            args.output_dir,
-            quantization=args.quantization,
-            overwrite=args.overwrite,
-            model_file=args.model_file,
+        model, tokenizer = load_run(args.run_dir, args.model_file)
+        path = convert_to_ctranslate2(
+            model, tokenizer, args.output_dir, args.quantization, args.overwrite
         )
     print(f"converted {path}")
 

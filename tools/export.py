@@ -84,7 +84,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         check_preset_arguments(parser, args)
         return args
     if args.chunk_size is None:
-        from keras_attention.export import DEFAULT_CHUNK_SIZE
+        from keras_attention.serving.export import DEFAULT_CHUNK_SIZE
 
         args.chunk_size = DEFAULT_CHUNK_SIZE
     args.export_dir = args.export_dir or os.path.join(args.run_dir, "export")
@@ -153,9 +153,9 @@ def main(argv: list[str] | None = None) -> None:
         save_preset(args)
         return
     # Imported once the arguments are checked, so that their errors come first.
-    from keras_attention.export import Translator, export_translator
     from keras_attention.runs.files import run_beam_search
     from keras_attention.runs.train import load_run
+    from keras_attention.serving.export import Translator, export_translator
 
     with user_errors():  # a missing or corrupt config.json, model or tokenizer
         beam_size, alpha = run_beam_search(args.run_dir)

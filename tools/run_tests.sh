@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 KERAS_BACKEND=tensorflow python -m pytest -q -n 2 --dist loadfile --durations=20 tests "$@"
 # The docstring examples of the package, as doctests (set-up: conftest.py).
 KERAS_BACKEND=tensorflow python -m pytest -q --doctest-modules keras_attention "$@"
-AGNOSTIC=(tests/core tests/layers tests/test_masks.py tests/models/test_transformer.py
-  tests/training/test_memorize.py tests/test_decoding.py)
+AGNOSTIC=(tests/core tests/layers tests/decoding tests/test_masks.py tests/models/test_transformer.py
+  tests/models/test_deferred_collection.py tests/training/test_memorize.py)
 KERAS_BACKEND=torch python -m pytest -q -n 2 "${AGNOSTIC[@]}" "$@"
 KERAS_BACKEND=jax python -m pytest -q -n 2 --durations=10 "${AGNOSTIC[@]}" "$@"

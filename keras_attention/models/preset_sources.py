@@ -98,7 +98,7 @@ def preset_kind(preset: str | os.PathLike) -> str:
         raise ValueError(
             f"{path} is an exported SavedModel ({SAVED_MODEL_FILE}); from_preset loads a run "
             "folder or a preset folder (load a SavedModel with "
-            "keras_attention.export.load_exported)"
+            "keras_attention.serving.export.load_exported)"
         )
     return kind
 

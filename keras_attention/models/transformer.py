@@ -8,9 +8,9 @@ from keras import ops
 
 from keras_attention import masks
 from keras_attention.core.checks import check_positive_int
-from keras_attention.core.deferred_collection import deferred_garbage_collection
 from keras_attention.distribute.multi_worker import MultiWorkerFitMixin
 from keras_attention.layers import PositionalEmbedding, TransformerDecoder, TransformerEncoder
+from keras_attention.models.deferred_collection import deferred_garbage_collection
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -303,7 +303,7 @@ class Transformer(MultiWorkerFitMixin, keras.Model):
 
     def quantize(self, mode=None, config=None, **kwargs):
         """`keras.Model.quantize` (e.g. `model.quantize("int8")`), with one garbage
-        collection at the end instead of one per replaced kernel (`core.deferred_collection`):
+        collection at the end instead of one per replaced kernel (`models.deferred_collection`):
         the `tiny` preset quantizes in about a second instead of over 30."""
         with deferred_garbage_collection():
             super().quantize(mode=mode, config=config, **kwargs)

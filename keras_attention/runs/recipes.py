@@ -189,7 +189,7 @@ def bfloat16_is_fast() -> bool:
     epochs took about 3 times as long in bfloat16)."""
     import sys
 
-    from keras_attention.core.cpu_features import cpu_has_bfloat16
+    from keras_attention.runs.cpu_features import cpu_has_bfloat16
 
     tensorflow = sys.modules.get("tensorflow")
     if tensorflow is not None and tensorflow.config.list_physical_devices("GPU"):

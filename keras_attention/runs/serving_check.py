@@ -12,9 +12,9 @@ from keras_attention.core.atomic_files import (
     write_json_atomically,
 )
 from keras_attention.evaluation import Scores, moses_language, score, translate_all
-from keras_attention.export import Translator, export_translator, load_exported
 from keras_attention.runs.corpus import evaluation_splits
 from keras_attention.runs.train import TrainResult
+from keras_attention.serving.export import Translator, export_translator, load_exported
 
 # The validation sentences of the export's warm-up requests.
 WARMUP_SENTENCES = 8

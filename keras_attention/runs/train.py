@@ -16,11 +16,11 @@ from keras_attention.core.atomic_files import (
     atomic_path,
     write_json_atomically,
 )
-from keras_attention.core.cpu_features import BFLOAT16_FLAGS, cpu_has_bfloat16
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.evaluation import moses_language
 from keras_attention.models import Transformer
 from keras_attention.runs.config import TrainConfig
+from keras_attention.runs.cpu_features import BFLOAT16_FLAGS, cpu_has_bfloat16
 from keras_attention.runs.files import (
     load_model_file,
     load_run_model,

@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_attention.export import Translator, export_translator, load_exported
 from keras_attention.models import Transformer, save_to_preset
 from keras_attention.models.preset_sources import folder_kind
 from keras_attention.runs.files import load_run_model, run_beam_search
 from keras_attention.runs.preset_export import save_run_as_preset
+from keras_attention.serving.export import Translator, export_translator, load_exported
 from tests.test_run_files import (
     TinyRun,
     assert_weights_equal,
@@ -263,7 +263,7 @@ BACKEND_PROBE = textwrap.dedent("""
     model = Transformer.from_preset(run_dir)
     np.savez(weights_file, *model.get_weights())
     loaded_tensorflow = "tensorflow" in sys.modules
-    from keras_attention.export import Translator
+    from keras_attention.serving.export import Translator
 
     messages = []
     for make in (lambda: Translator.from_preset(run_dir), lambda: Translator(model, None)):

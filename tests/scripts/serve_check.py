@@ -1,4 +1,4 @@
-"""Run by tests/export/test_export.py in a fresh process: an export served as TF Serving would.
+"""Run by tests/serving/test_export.py in a fresh process: an export served as TF Serving would.
 
 Usage: `python serve_check.py EXPORT_VERSION_DIR SENTENCES_JSON`.
 

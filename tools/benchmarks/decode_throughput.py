@@ -39,16 +39,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_attention.data.multi30k import load_multi30k
 from keras_attention.decoding import DEFAULT_EXTRA_LENGTH, beam_search, greedy_search
 from keras_attention.evaluation import translate_all
-from keras_attention.export import Translator, export_translator, load_exported
 from keras_attention.models import Transformer, copy_with_dtype
 from keras_attention.runs.files import run_beam_search
 from keras_attention.runs.train import load_run
+from keras_attention.serving.export import Translator, export_translator, load_exported
 
 from .timing import SMOKE_MODEL, Stopwatch, summarize_rounds, time_call
-from .train_throughput import DEFAULT_DATA_DIR, cached_tokenizer
+from .train_throughput import cached_tokenizer
 
 IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
 
@@ -303,22 +302,6 @@ def benchmark_model(config: DecodeBenchmarkConfig, splits: dict):
     return model, tokenizer, dataclasses.replace(config, **unset)
 
 
-def run_decode_benchmark(config: DecodeBenchmarkConfig) -> dict:
-    """Runs every measurement; returns a dict of results (see the module docstring)."""
-    splits = load_multi30k(config.data_dir or DEFAULT_DATA_DIR)
-    model, tokenizer, config = benchmark_model(config, splits)
-    sentences, references = (side[: config.sentences] for side in splits["test"])
-    result = {"config": dataclasses.asdict(config), "model": config.run_dir or "random weights"}
-    if not config.engines_only:
-        result.update(decode_sections(model, tokenizer, sentences, config))
-    if config.engines or config.engines_only:
-        from .engines import run_engines  # engines.py imports this module's helpers
-
-        trained = config.run_dir is not None
-        result["engines"] = run_engines(model, tokenizer, sentences, references, config, trained)
-    return result
-
-
 def decode_sections(model, tokenizer, sentences: Sequence[str], config) -> dict:
     """Cache against recomputing, step times, the export and int8 (the module docstring)."""
     batches = source_batches(tokenizer, sentences, config.batch_size)
@@ -352,18 +335,6 @@ def decode_sections(model, tokenizer, sentences: Sequence[str], config) -> dict:
         "int8": time_int8(model, batches, config),
         "mean_source_tokens": sum(int(np.sum(b.numpy() > 0)) for b in batches) / len(sentences),
     }
-
-
-def format_decode_table(result: dict) -> str:
-    """A readable summary of `run_decode_benchmark`'s result."""
-    parts = [f"model: {result['model']}"]
-    if "sentences_per_second" in result:
-        parts.append(format_sections(result))
-    if "engines" in result:
-        from .engines import format_engines_table
-
-        parts.append(format_engines_table(result["engines"]))
-    return "\n\n".join(parts)
 
 
 def format_sections(result: dict) -> str:

@@ -10,7 +10,7 @@ that speed can be read at equal quality. The engines:
   once into a `tf.function` with dynamic shapes;
 - `ours_int8`: the same on a copy quantized with `model.quantize("int8")`;
 - `ctranslate2_float32`, `ctranslate2_int8`: the model converted by
-  `keras_attention.ctranslate2_converter` (int8 weights for the second), run by
+  `keras_attention.serving.ctranslate2_converter` (int8 weights for the second), run by
   `ctranslate2.Translator(device="cpu", intra_threads=<cores>)`. Its length penalty is
   `score / length ** p`, ours `score / ((5 + length) / 6) ** alpha`: the beam rows use the
   `p` of `length_penalties` whose sacreBLEU is closest to ours (float32 or int8, the
@@ -36,13 +36,13 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attention.core.special_tokens import EOS_ID, PAD_ID
-from keras_attention.ctranslate2_converter import (
+from keras_attention.evaluation import score
+from keras_attention.serving.ctranslate2_converter import (
     SUPPRESSED_SEQUENCES,
     convert_to_ctranslate2,
     detokenize,
     source_tokens,
 )
-from keras_attention.evaluation import score
 
 from .decode_throughput import (
     IDS_SPEC,

@@ -516,7 +516,7 @@ def check_run_folder(output_dir: Path, epochs: int, export: bool) -> list[str]:
 def _check_export(output_dir: Path, record: dict) -> list[str]:
     import tensorflow as tf
 
-    from keras_attention.export import load_exported
+    from keras_attention.serving.export import load_exported
 
     problems = []
     versions = sorted(path.name for path in (output_dir / "export").iterdir())

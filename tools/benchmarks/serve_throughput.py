@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 from keras_attention.data.multi30k import load_multi30k
-from keras_attention.export import (
+from keras_attention.serving.export import (
     DEFAULT_CHUNK_SIZE,
     GREEDY_SIGNATURE_KEY,
     SIGNATURE_KEY,

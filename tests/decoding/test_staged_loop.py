@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_attention.core.staged_loop import (
+from keras_attention.decoding.staged_loop import (
     staged_while_loop,
     stages_supported,
     take_sentences,

@@ -8,9 +8,9 @@ same with greedy search, for callers who want latency over quality. The subword 
 (tensorflow-text), the search and the detokenizer are all in the graph; only TensorFlow and
 tensorflow-text ops are used, so TF Serving (which links both) runs it with no Python. A
 request of any size is decoded `chunk_size` length-sorted sentences at a time
-(`keras_attention.chunks`), so memory depends on the chunk, not the request. The export
+(`keras_attention.serving.chunks`), so memory depends on the chunk, not the request. The export
 carries TF Serving's warm-up requests (`assets.extra/tf_serving_warmup_requests`,
-`keras_attention.warmup_requests`).
+`keras_attention.serving.warmup_requests`).
 """
 
 import contextlib
@@ -27,7 +27,6 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from keras_attention.chunks import map_length_sorted_chunks
 from keras_attention.core.atomic_files import json_text, move_folder_into_place
 from keras_attention.core.checks import check_int_at_least
 from keras_attention.core.file_checks import CorruptFileError, read_json_record
@@ -39,7 +38,8 @@ from keras_attention.models import preset_sources
 from keras_attention.models.dtype_copy import copy_with_dtype
 from keras_attention.models.preset_folder import save_to_preset
 from keras_attention.models.transformer import Transformer
-from keras_attention.warmup_requests import (
+from keras_attention.serving.chunks import map_length_sorted_chunks
+from keras_attention.serving.warmup_requests import (
     DEFAULT_WARMUP_SENTENCES,
     check_warmup_sentences,
     write_warmup_requests,
@@ -469,7 +469,7 @@ def export_translator(
     """Writes the translator as a SavedModel in `export_dir/<version>/`, atomically.
 
     The SavedModel has two signatures, `serving_default` (the translator's search) and
-    `greedy`, and TF Serving's warm-up requests (`keras_attention.warmup_requests`): each
+    `greedy`, and TF Serving's warm-up requests (`keras_attention.serving.warmup_requests`): each
     signature on the first warm-up sentence alone, then on all of them.
 
     Written with `keras.export.ExportArchive`, which tracks the model's variables so that

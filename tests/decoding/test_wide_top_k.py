@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention.core.wide_top_k import wide_top_k
+from keras_attention.decoding.wide_top_k import wide_top_k
 from tests.conftest import to_numpy
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from keras_attention.core.cpu_features import cpu_has_bfloat16
+from keras_attention.runs.cpu_features import cpu_has_bfloat16
 
 ZEN4 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16\n"
 SAPPHIRE_RAPIDS = "flags\t\t: fpu avx512f amx_tile amx_bf16 amx_int8\n"

@@ -35,9 +35,10 @@ probability anyway).
 Example:
 
 >>> import ctranslate2
->>> path = convert_run_to_ctranslate2("runs/translator", "runs/translator/ctranslate2")
+>>> from keras_attention.runs import load_run
+>>> model, tokenizer = load_run("runs/translator")
+>>> path = convert_to_ctranslate2(model, tokenizer, "runs/translator/ctranslate2")
 >>> translator = ctranslate2.Translator(str(path), device="cpu")
->>> _, tokenizer = load_run("runs/translator")
 >>> results = translator.translate_batch(source_tokens(tokenizer, ["A dog runs."]))
 >>> detokenize(tokenizer, [result.hypotheses[0] for result in results])
 ['...']
@@ -59,7 +60,6 @@ from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.layers import SinusoidalPositionalEncoding
 from keras_attention.models import Transformer
-from keras_attention.runs.train import load_run
 
 # Positions in the written sinusoidal table: longer sources or outputs are refused by
 # CTranslate2 (its translators truncate sources to `max_input_length`, 1024 by default).
@@ -390,6 +390,7 @@ def convert_to_ctranslate2(
     Example:
 
     >>> import ctranslate2
+    >>> from keras_attention.runs import load_run
     >>> model, tokenizer = load_run("runs/translator")
     >>> path = convert_to_ctranslate2(model, tokenizer, "ct2_model", quantization="int8")
     >>> sorted(os.listdir(path))
@@ -415,36 +416,3 @@ def convert_to_ctranslate2(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
-
-
-def convert_run_to_ctranslate2(
-    run_dir: str | os.PathLike,
-    output_dir: str | os.PathLike,
-    quantization: str | None = None,
-    overwrite: bool = False,
-    model_file: str = "model.keras",
-) -> Path:
-    """Converts the model of a run folder of `tools/train.py` (see `convert_to_ctranslate2`).
-
-    Args:
-        run_dir: the run folder, holding `model_file` and `tokenizer.model`.
-        output_dir: the CTranslate2 model folder to write.
-        quantization: `None` (float32 weights) or a CTranslate2 weight type, e.g. `"int8"`.
-        overwrite: replace a CTranslate2 model already in `output_dir`.
-        model_file: the model's file in `run_dir`, e.g. `"averaged.keras"`.
-
-    Returns:
-        The path of the model folder.
-
-    Raises:
-        FileNotFoundError: naming `run_dir` or the model or tokenizer file that is missing.
-        ValueError: naming a corrupt file, an unknown `quantization` or a setting of the
-            model that cannot be converted.
-        FileExistsError: naming `output_dir` if it may not be written.
-    """
-    check_quantization(quantization)
-    check_ctranslate2_output_dir(output_dir, overwrite)
-    if not Path(run_dir).is_dir():
-        raise FileNotFoundError(f"the run folder {run_dir} does not exist")
-    model, tokenizer = load_run(run_dir, model_file)
-    return convert_to_ctranslate2(model, tokenizer, output_dir, quantization, overwrite)

@@ -13,7 +13,7 @@ them; PyTorch's orders ties arbitrarily, and so then does this).
 
 from keras import ops
 
-from keras_attention.core.grouped_take import take_along_rows
+from keras_attention.decoding.grouped_take import take_along_rows
 
 # Entries per block: about the square root of a beam's candidates (4 x 4,000 to 4 x 32,000),
 # so that neither the block maxima nor the kept blocks are many.

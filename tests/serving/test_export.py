@@ -30,7 +30,8 @@ from tensorflow.python.framework import op_def_registry
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.decoding import beam_search, greedy_search
-from keras_attention.export import (
+from keras_attention.models import Transformer
+from keras_attention.serving.export import (
     SIGNATURE_KEY,
     STAGING_LOCK,
     UNLOCKED_STAGING_MAX_AGE_S,
@@ -39,10 +40,9 @@ from keras_attention.export import (
     load_exported,
     remove_stale_staging,
 )
-from keras_attention.models import Transformer
 from tests.conftest import to_numpy
-from tests.export.conftest import ALPHA, BEAM_SIZE, EXTRA, MAX_SOURCE
 from tests.scripts.serve_check import saved_model_ops
+from tests.serving.conftest import ALPHA, BEAM_SIZE, EXTRA, MAX_SOURCE
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="the export is a TensorFlow SavedModel"
@@ -694,7 +694,7 @@ def test_lock_of_a_killed_export_is_free(tmp_path: Path):
     dies by SIGKILL (no clean-up runs): the next clean-up removes the folder."""
     code = (
         "import os, signal, sys, tempfile; from pathlib import Path; "
-        "from keras_attention import export; "
+        "from keras_attention.serving import export; "
         "staging = Path(tempfile.mkdtemp(dir=sys.argv[1], prefix='.7-')); "
         "lock = export._lock_staging(staging); "
         "print(staging.name, flush=True); os.kill(os.getpid(), signal.SIGKILL)"

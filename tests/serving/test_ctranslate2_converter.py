@@ -30,7 +30,11 @@ import pytest
 ctranslate2 = pytest.importorskip("ctranslate2")
 
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID  # noqa: E402
-from keras_attention.ctranslate2_converter import (  # noqa: E402
+from keras_attention.data.generated_corpus import generated_splits  # noqa: E402
+from keras_attention.data.tokenizer import SubwordTokenizer  # noqa: E402
+from keras_attention.decoding import beam_search, greedy_search  # noqa: E402
+from keras_attention.models import Transformer  # noqa: E402
+from keras_attention.serving.ctranslate2_converter import (  # noqa: E402
     SUPPRESSED_SEQUENCES,
     check_ctranslate2_output_dir,
     convert_to_ctranslate2,
@@ -38,10 +42,6 @@ from keras_attention.ctranslate2_converter import (  # noqa: E402
     source_tokens,
     vocabulary,
 )
-from keras_attention.data.generated_corpus import generated_splits  # noqa: E402
-from keras_attention.data.tokenizer import SubwordTokenizer  # noqa: E402
-from keras_attention.decoding import beam_search, greedy_search  # noqa: E402
-from keras_attention.models import Transformer  # noqa: E402
 from tests.test_run_files import load_tool  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
@@ -194,7 +194,7 @@ def test_the_positional_table_matters(tokenizer, sources, targets, tmp_path):
     cosines in halves) instead of ours, the log-probabilities differ."""
     from ctranslate2.specs.model_spec import OPTIONAL
 
-    from keras_attention.ctranslate2_converter import ctranslate2_spec
+    from keras_attention.serving.ctranslate2_converter import ctranslate2_spec
 
     model = tiny_model(tokenizer, seed=11)
     spec = ctranslate2_spec(model, tokenizer)

@@ -19,11 +19,11 @@ import keras
 from keras import ops
 
 from keras_attention.core.checks import check_int_at_least, check_positive_int
-from keras_attention.core.grouped_take import take_along_rows, take_in_groups
 from keras_attention.core.sequence_buffer import write_positions
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID
-from keras_attention.core.staged_loop import DEFAULT_STAGES, staged_while_loop, take_sentences
-from keras_attention.core.wide_top_k import wide_top_k
+from keras_attention.decoding.grouped_take import take_along_rows, take_in_groups
+from keras_attention.decoding.staged_loop import DEFAULT_STAGES, staged_while_loop, take_sentences
+from keras_attention.decoding.wide_top_k import wide_top_k
 
 # The paper: maximum output length = input length + 50.
 DEFAULT_EXTRA_LENGTH = 50
@@ -138,7 +138,7 @@ def _prepare(model, source_ids, copies: int, length, use_cache: bool):
 def _take_decoder_state(
     rows, caches, encoded, source_mask, cross, copies: int, source_copies: int
 ) -> tuple:
-    """The decoder state of the sentences `rows` only (`core.staged_loop`): the
+    """The decoder state of the sentences `rows` only (`decoding.staged_loop`): the
     self-attention caches (`copies` hypotheses a sentence), the encoder output and its mask
     (`source_copies` rows a sentence) and the cross-attention caches (one row a sentence)."""
     take = take_sentences
@@ -189,7 +189,7 @@ def greedy_search(
         use_cache: decode one token a step with key/value caches (`False` recomputes the
             whole prefix every step; same result, for comparison).
         drop_finished: once half of the sentences still decoding have ended, go on with the
-            others only, in a smaller batch (`core.staged_loop`; same result; not under JAX).
+            others only, in a smaller batch (`decoding.staged_loop`; same result; not under JAX).
 
     Returns:
         `(tokens, scores)`: int32 `(batch, L)` and the float32 sum of log-probabilities.
@@ -298,7 +298,7 @@ def beam_search(
         use_cache: decode one token a step with key/value caches (`False` recomputes the
             whole prefix every step; same result, for comparison).
         drop_finished: once half of the sentences still decoding are done, go on with the
-            others only, in a smaller batch (`core.staged_loop`; same result; not under JAX).
+            others only, in a smaller batch (`decoding.staged_loop`; same result; not under JAX).
 
     Returns:
         `(tokens, scores)`: the best hypothesis per sentence, int32 `(batch, L)`, and its

@@ -4,7 +4,7 @@ import gc
 
 import pytest
 
-from keras_attention.core.deferred_collection import deferred_garbage_collection
+from keras_attention.models.deferred_collection import deferred_garbage_collection
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_attention.core.grouped_take import take_along_rows, take_in_groups
+from keras_attention.decoding.grouped_take import take_along_rows, take_in_groups
 
 
 @pytest.mark.parametrize("axis", [0, 1])

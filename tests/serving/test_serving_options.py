@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_attention.chunks import map_length_sorted_chunks
-from keras_attention.export import (
+from keras_attention.serving.chunks import map_length_sorted_chunks
+from keras_attention.serving.export import (
     GREEDY_SIGNATURE_KEY,
     SIGNATURE_KEY,
     Translator,
     export_translator,
     load_exported,
 )
-from keras_attention.warmup_requests import (
+from keras_attention.serving.warmup_requests import (
     DEFAULT_WARMUP_SENTENCES,
     WARMUP_FILE,
     read_warmup_requests,

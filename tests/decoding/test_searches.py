@@ -18,11 +18,9 @@ import numpy as np
 import pytest
 from keras import ops
 
+from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from keras_attention.decoding import (
-    BOS_ID,
     DEFAULT_EXTRA_LENGTH,
-    EOS_ID,
-    PAD_ID,
     beam_search,
     greedy_search,
     length_penalty,
