@@ -44,6 +44,14 @@ an uninterrupted run (within the nondeterminism measured between two uninterrupt
 prints points tried / points survived. See tools/benchmarks/fault_injection.py and
 docs/reliability.md.
 
+    python tools/benchmark.py compare --baseline bff2fbf           # train, decode, serve
+    python tools/benchmark.py compare --baseline HEAD~1 --benchmarks train --quick
+
+`compare`: the `train`, `decode` and `serve` benchmarks on an older revision of the code
+(a `git archive` snapshot) and on the working tree, side by side in one run, each run a fresh
+process, the sides alternating; the ratio new / old of every throughput beside the run-to-run
+noise of each side. See tools/benchmarks/code_comparison.py.
+
     python tools/make_corpus_shards.py --pairs 500000 --shards 4 --output-dir data/s05
     python tools/make_corpus_shards.py --pairs 4500000 --shards 32 --output-dir data/s45
     python tools/benchmark.py stream data/s05 data/s45 --train-steps 20
@@ -61,6 +69,7 @@ import functools
 import json
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -68,6 +77,13 @@ from pathlib import Path
 # TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
 os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
 
+from benchmarks.code_comparison import (
+    BENCHMARKS,
+    DEFAULT_ARGS,
+    ComparisonConfig,
+    format_comparison,
+    run_comparison,
+)
 from benchmarks.decode import format_decode_table, run_decode_benchmark
 from benchmarks.decode_throughput import DecodeBenchmarkConfig
 from benchmarks.decode_throughput import quick_config as quick_decode_config
@@ -355,6 +371,54 @@ def add_stream_parser(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
+def add_compare_parser(subparsers) -> None:
+    """The `compare` subcommand's arguments (defaults: `ComparisonConfig`)."""
+    parser = subparsers.add_parser(
+        "compare", help="train, decode and serve on an older revision and on this one"
+    )
+    parser.add_argument(
+        "--baseline", required=True, metavar="REVISION",
+        help="the git revision of the old side, e.g. a commit or main~3",
+    )  # fmt: skip
+    parser.add_argument(
+        "--benchmarks", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS),
+        help="which benchmarks (default: all three)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--repeats", type=int, default=ComparisonConfig.repeats,
+        help="runs of each benchmark on each side, >= 2 (%(default)s)",
+    )  # fmt: skip
+    for name in BENCHMARKS:
+        parser.add_argument(
+            f"--{name}-args", default=None, metavar="ARGS",
+            help=f"arguments of `{name}` for both sides, one string "
+            f"(default: {' '.join(DEFAULT_ARGS[name]) or 'none'})",
+        )  # fmt: skip
+    parser.add_argument("--quick", action="store_true", help="every benchmark with --quick")
+    parser.add_argument("--work-dir", default=None, help="for the snapshot (default: temporary)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.set_defaults(run=run_compare)
+
+
+def run_compare(args: argparse.Namespace) -> dict:
+    """Runs the comparison, prints its table; returns the results."""
+    given = {name: getattr(args, f"{name}_args") for name in BENCHMARKS}
+    try:
+        config = ComparisonConfig(
+            baseline=args.baseline,
+            benchmarks=tuple(args.benchmarks),
+            repeats=args.repeats,
+            quick=args.quick,
+            benchmark_args={name: shlex.split(text) for name, text in given.items() if text},
+            work_dir=args.work_dir,
+        )
+        result = run_comparison(config, progress=lambda line: print(line, flush=True))
+    except (ValueError, RuntimeError) as error:  # a bad argument; a side's benchmark failed
+        raise SystemExit(f"error: {error}") from None
+    print(format_comparison(result))
+    return result
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
@@ -364,6 +428,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add_serve_parser(subparsers)
     add_faults_parser(subparsers)
     add_stream_parser(subparsers)
+    add_compare_parser(subparsers)
     return parser.parse_args(argv)
 
 
