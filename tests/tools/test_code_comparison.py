@@ -22,16 +22,25 @@ from tools.benchmarks.code_comparison import (
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_throughputs_are_the_numbers_under_per_second_keys():
-    result = {
-        "config": {"rounds_per_second": True, "steps": 3},
-        "runs": {"ours/jit": {"tokens_per_second": 10, "seconds": 2.0}},
-        "searches": [{"sentences_per_second": 1.5}, {"p50": 3}],
+def test_throughputs_name_each_benchmark_s_figures():
+    train = {"config": {"steps": 3}, "runs": {"ours/bucketed/jit": {"tokens_per_second": 10}}}
+    assert throughputs("train", train) == {"ours/bucketed/jit tokens/s": 10.0}
+    decode = {
+        "sentences_per_second": {"greedy": {"cached": 5, "recomputed": 2, "speedup": 2.5}},
+        "export": {"exported": 4, "in_library": 3, "ratio_exported_over_library": 1.3},
+        "int8": {"size_ratio": 0.3, "beam4": {"float32": 7, "int8": 6, "speedup": 0.9}},
     }
-    assert throughputs(result) == {
-        "runs/ours/jit/tokens_per_second": 10.0,
-        "searches/0/sentences_per_second": 1.5,
+    assert throughputs("decode", decode) == {
+        "greedy cached sent/s": 5.0,
+        "greedy recomputed sent/s": 2.0,
+        "exported translator sent/s": 4.0,
+        "in_library translator sent/s": 3.0,
+        "beam4 float32 model sent/s": 7.0,
+        "beam4 int8 model sent/s": 6.0,
     }
+    serve = {"rows": [{"variant": "export", "batch_size": 8, "callers": 2,
+                       "sentences_per_s": 9, "p50_ms": 3}]}  # fmt: skip
+    assert throughputs("serve", serve) == {"export, 8 x 2 callers sent/s": 9.0}
 
 
 def test_compare_samples_calls_a_change_within_the_noise_noise():
@@ -87,7 +96,7 @@ def test_each_run_uses_its_side_s_code_with_the_same_arguments(tmp_path: Path, m
     def runner(side_root, benchmark, arguments, json_path, cwd):
         calls.append((side_root, benchmark, arguments, cwd))
         speed = 10.0 if side_root == code_comparison.REPO_ROOT else 5.0
-        return {"x": {"tokens_per_second": speed + len(calls) % 2}}
+        return {"runs": {"x": {"tokens_per_second": speed + len(calls) % 2}}}
 
     config = ComparisonConfig(
         baseline="HEAD", benchmarks=("train", "decode"), repeats=2, quick=True,
@@ -103,8 +112,8 @@ def test_each_run_uses_its_side_s_code_with_the_same_arguments(tmp_path: Path, m
     assert [call[2] for call in calls[4:]] == [["--no-engines", "--quick"]] * 4
     assert {call[3] for call in calls} == {new}
     row = result["rows"]["train"][0]
-    assert row["name"] == "x/tokens_per_second" and row["ratio"] == pytest.approx(10.5 / 5.5)
-    assert "x/tokens_per_second" in format_comparison(result)
+    assert row["name"] == "x tokens/s" and row["ratio"] == pytest.approx(10.5 / 5.5)
+    assert "x tokens/s" in format_comparison(result)
     assert list(tmp_path.iterdir()) == []  # the snapshot is removed
 
 

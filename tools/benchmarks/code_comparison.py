@@ -8,8 +8,8 @@ favours neither. Each run is a fresh process: `tools/benchmark.py` of that side,
 `PYTHONPATH` at that side's root so that it imports that side's `keras_attention`, in the
 same working folder and with the same arguments, so the same data, seeds and batches.
 
-Every throughput in a benchmark's JSON (a number under a key ending in `per_second`; higher
-is better) is compared: the ratio is the new side's mean over the old side's; the noise is
+Every throughput of a benchmark's JSON (`throughputs`: tokens or sentences per second;
+higher is better) is compared: the ratio is the new side's mean over the old side's; the noise is
 the larger of the two sides' spreads between their own repeats ((max - min) / mean). A ratio
 within 1 +- noise is reported as noise, not as a change.
 """
@@ -30,7 +30,6 @@ BENCHMARKS = ("train", "decode", "serve")
 # Each benchmark's arguments unless given: the engines section of `decode` times other
 # engines (CTranslate2, keras-hub), not our code.
 DEFAULT_ARGS = {"train": [], "decode": ["--no-engines"], "serve": []}
-THROUGHPUT_SUFFIX = "per_second"
 
 
 @dataclasses.dataclass
@@ -91,24 +90,34 @@ def side_order(repeat: int) -> tuple[str, str]:
     return ("old", "new") if repeat % 2 == 0 else ("new", "old")
 
 
-def throughputs(result: object, prefix: str = "") -> dict[str, float]:
-    """Every number under a key ending in `per_second` in a benchmark's result, by its path
-    of keys joined with `/` (lists by index)."""
+def throughputs(benchmark: str, result: dict) -> dict[str, float]:
+    """The throughputs (higher is better) of one benchmark's JSON result, by readable names:
+    `train`'s tokens/s of each run; `decode`'s sentences/s of each search, cached and
+    recomputed, with and without dropping finished rows, of the export and the in-library
+    translator, and of the float32 and int8 models; `serve`'s sentences/s of each row
+    (variant, request size, callers). Figures a result lacks are left out."""
     found = {}
-    if isinstance(result, dict):
-        items = result.items()
-    elif isinstance(result, list):
-        items = enumerate(result)
-    else:
-        return found
-    for key, value in items:
-        path = f"{prefix}/{key}" if prefix else str(key)
-        is_number = isinstance(value, int | float) and not isinstance(value, bool)
-        if is_number and str(key).endswith(THROUGHPUT_SUFFIX):
-            found[path] = float(value)
-        else:
-            found.update(throughputs(value, path))
-    return found
+    if benchmark == "train":
+        for name, run in result.get("runs", {}).items():
+            found[f"{name} tokens/s"] = run["tokens_per_second"]
+    elif benchmark == "decode":
+        for search, timing in result.get("sentences_per_second", {}).items():
+            for key in ("cached", "recomputed", "cached_all_rows", "recomputed_all_rows"):
+                if key in timing:
+                    found[f"{search} {key} sent/s"] = timing[key]
+        for key in ("exported", "in_library"):
+            if key in result.get("export", {}):
+                found[f"{key} translator sent/s"] = result["export"][key]
+        for search, timing in result.get("int8", {}).items():
+            if isinstance(timing, dict):
+                for key in ("float32", "int8"):
+                    if key in timing:
+                        found[f"{search} {key} model sent/s"] = timing[key]
+    elif benchmark == "serve":
+        for row in result.get("rows", []):
+            name = f"{row['variant']}, {row['batch_size']} x {row['callers']} callers sent/s"
+            found[name] = row["sentences_per_s"]
+    return {name: float(value) for name, value in found.items()}
 
 
 def spread(values: Sequence[float]) -> float:
@@ -171,7 +180,7 @@ def run_comparison(
                     progress(f"{benchmark}: {side} side, run {repeat + 1} of {config.repeats}")
                     json_path = work / f"{benchmark}-{side}-{repeat}.json"
                     result = runner(sides[side], benchmark, arguments, json_path, REPO_ROOT)
-                    samples[benchmark][side].append(throughputs(result))
+                    samples[benchmark][side].append(throughputs(benchmark, result))
     return {
         "config": dataclasses.asdict(config),
         "samples": samples,
@@ -188,11 +197,11 @@ def format_comparison(result: dict) -> str:
         "spread (max - min) / mean of one side's runs"
     ]
     for benchmark, rows in result["rows"].items():
-        lines += ["", f"{benchmark}:", f"{'throughput':<60}{'old':>10}{'new':>10}{'ratio':>8}"
+        lines += ["", f"{benchmark}:", f"{'throughput':<50}{'old':>10}{'new':>10}{'ratio':>8}"
                   f"{'noise':>8}  verdict"]  # fmt: skip
         for row in rows:
             lines.append(
-                f"{row['name'][-60:]:<60}{row['old']:>10.1f}{row['new']:>10.1f}"
+                f"{row['name'][-50:]:<50}{row['old']:>10.1f}{row['new']:>10.1f}"
                 f"{row['ratio']:>8.3f}{row['noise']:>8.3f}  {row['verdict']}"
             )
     return "\n".join(lines)
