@@ -65,7 +65,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int_at_least(0),
         default=None,
         # The exporter's DEFAULT_CHUNK_SIZE, imported once the arguments parse (the export
-        # module loads TensorFlow); tests/test_deferred_import.py checks that they agree.
+        # module loads TensorFlow); tests/system/test_deferred_import.py checks that they agree.
         help="sentences decoded at once; 0: a whole request (default 64)",
     )
     parser.add_argument(

@@ -32,7 +32,7 @@ from keras_attention.runs.run_lock import LOCK_FILE
 from keras_attention.serving.export import Translator, export_metadata
 from keras_attention.training.resume_check import check_resume_files
 from tests.run_helpers import main_error
-from tests.test_train_tool import train_command
+from tests.tools.test_train import train_command
 
 # The run: lowercased (a recaser file), one beam, a few validation sentences.
 OPTIONS = ("--lowercase", "--validation-bleu-sentences", "20", "--beam-size", "1")

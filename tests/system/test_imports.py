@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "keras_attention"
+PACKAGE_ROOT = Path(__file__).resolve().parents[2] / "keras_attention"
 ALLOWED_TOP_LEVEL = {"keras", "numpy", "keras_attention"} | set(sys.stdlib_module_names)
 FORBIDDEN_TOP_LEVEL = {"tensorflow", "torch", "jax"}
 

@@ -36,7 +36,7 @@ from keras_attention.runs.files import (
 from keras_attention.runs.train import load_run
 from keras_attention.training.recipe import compile_with_paper_recipe
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OVERRIDES = dict(
     num_encoder_layers=1, num_decoder_layers=1, d_model=16, num_heads=2, intermediate_dim=32
 )
