@@ -24,7 +24,8 @@ from keras_attention.models import Transformer, save_to_preset
 from keras_attention.models.preset_sources import folder_kind
 from keras_attention.runs.files import load_run_model, run_beam_search
 from keras_attention.runs.preset_export import save_run_as_preset
-from keras_attention.serving.export import Translator, export_translator, load_exported
+from keras_attention.serving.export import export_translator, load_exported
+from keras_attention.serving.translator import Translator
 from tests.runs.test_files import (
     TinyRun,
     assert_weights_equal,
@@ -263,7 +264,7 @@ BACKEND_PROBE = textwrap.dedent("""
     model = Transformer.from_preset(run_dir)
     np.savez(weights_file, *model.get_weights())
     loaded_tensorflow = "tensorflow" in sys.modules
-    from keras_attention.serving.export import Translator
+    from keras_attention.serving.translator import Translator
 
     messages = []
     for make in (lambda: Translator.from_preset(run_dir), lambda: Translator(model, None)):

@@ -418,17 +418,17 @@ class TranslatorArguments:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch):
         import keras_attention.runs.translate_function
-        import keras_attention.serving.export
+        import keras_attention.serving.translator
 
         self.calls = []
-        real = keras_attention.serving.export.Translator
+        real = keras_attention.serving.translator.Translator
 
         def record(model, tokenizer, beam_size=4, alpha=0.6, **kwargs):
             self.calls.append((beam_size, alpha))
             return real(model, tokenizer, beam_size, alpha, **kwargs)
 
         monkeypatch.setattr(keras_attention.runs.translate_function, "Translator", record)
-        monkeypatch.setattr(keras_attention.serving.export, "Translator", record)
+        monkeypatch.setattr(keras_attention.serving.translator, "Translator", record)
 
 
 @pytest.mark.parametrize(

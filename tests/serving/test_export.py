@@ -35,11 +35,11 @@ from keras_attention.serving.export import (
     SIGNATURE_KEY,
     STAGING_LOCK,
     UNLOCKED_STAGING_MAX_AGE_S,
-    Translator,
     export_translator,
     load_exported,
     remove_stale_staging,
 )
+from keras_attention.serving.translator import Translator
 from tests.conftest import to_numpy
 from tests.scripts.serve_check import saved_model_ops
 from tests.serving.conftest import ALPHA, BEAM_SIZE, EXTRA, MAX_SOURCE

@@ -29,7 +29,8 @@ from keras_attention.data.generated_corpus import generate_pairs
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.runs.files import build_run_model, load_run_model
 from keras_attention.runs.run_lock import LOCK_FILE
-from keras_attention.serving.export import Translator, export_metadata
+from keras_attention.serving.export import export_metadata
+from keras_attention.serving.translator import Translator
 from keras_attention.training.resume_check import check_resume_files
 from tests.run_helpers import main_error
 from tests.tools.test_train import train_command

@@ -103,7 +103,8 @@ LEVELS = {
     "keras_attention.decoding": 5,
     "keras_attention.serving.chunks": 5,  # length-sorted chunks of a batch, in the graph
     "keras_attention.serving.warmup_requests": 5,  # TF Serving's warm-up file
-    "keras_attention.serving.export": 6,
+    "keras_attention.serving.translator": 6,  # strings in, strings out: one TF graph
+    "keras_attention.serving.export": 6,  # a translator as a SavedModel; staging and locks
     "keras_attention.evaluation": 6,
     "keras_attention.runs": 7,  # a training run, one job per module (see its docstring)
     "keras_attention.serving.ctranslate2_converter": 6,  # a model as CTranslate2's; optional
