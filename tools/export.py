@@ -64,8 +64,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--chunk-size",
         type=int_at_least(0),
         default=None,
-        # The exporter's DEFAULT_CHUNK_SIZE, imported once the arguments parse (the export
-        # module loads TensorFlow); tests/test_deferred_import.py checks that they agree.
+        # The translator's DEFAULT_CHUNK_SIZE, imported once the arguments parse (the
+        # translator module loads TensorFlow); tests/system/test_deferred_import.py checks
+        # that they agree.
         help="sentences decoded at once; 0: a whole request (default 64)",
     )
     parser.add_argument(
@@ -84,7 +85,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         check_preset_arguments(parser, args)
         return args
     if args.chunk_size is None:
-        from keras_attention.serving.export import DEFAULT_CHUNK_SIZE
+        from keras_attention.serving.translator import DEFAULT_CHUNK_SIZE
 
         args.chunk_size = DEFAULT_CHUNK_SIZE
     args.export_dir = args.export_dir or os.path.join(args.run_dir, "export")
@@ -155,7 +156,8 @@ def main(argv: list[str] | None = None) -> None:
     # Imported once the arguments are checked, so that their errors come first.
     from keras_attention.runs.files import run_beam_search
     from keras_attention.runs.train import load_run
-    from keras_attention.serving.export import Translator, export_translator
+    from keras_attention.serving.export import export_translator
+    from keras_attention.serving.translator import Translator
 
     with user_errors():  # a missing or corrupt config.json, model or tokenizer
         beam_size, alpha = run_beam_search(args.run_dir)

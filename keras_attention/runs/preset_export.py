@@ -44,7 +44,7 @@ def save_run_as_preset(
 
     Example:
 
-    >>> from keras_attention.serving.export import Translator
+    >>> from keras_attention.serving.translator import Translator
     >>> save_run_as_preset("runs/translator", "presets/en-de")
     PosixPath('presets/en-de')
     >>> translator = Translator.from_preset("presets/en-de")

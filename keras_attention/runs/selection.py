@@ -18,7 +18,7 @@ import numpy as np
 
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.evaluation import score, translate_all
-from keras_attention.serving.export import Translator
+from keras_attention.serving.translator import Translator
 from keras_attention.training.checkpoints import average_checkpoints
 
 logger = logging.getLogger(__name__)

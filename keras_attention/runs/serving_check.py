@@ -14,7 +14,8 @@ from keras_attention.core.atomic_files import (
 from keras_attention.evaluation import Scores, moses_language, score, translate_all
 from keras_attention.runs.corpus import evaluation_splits
 from keras_attention.runs.train import TrainResult
-from keras_attention.serving.export import Translator, export_translator, load_exported
+from keras_attention.serving.export import export_translator, load_exported
+from keras_attention.serving.translator import Translator
 
 # The validation sentences of the export's warm-up requests.
 WARMUP_SENTENCES = 8

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from keras_attention.evaluation import load_saved_model
 from keras_attention.models.preset_sources import PRESET, RUN, SAVED_MODEL, folder_kind
 from keras_attention.runs.files import load_run_model, run_beam_search
-from keras_attention.serving.export import Translator
+from keras_attention.serving.translator import Translator
 
 
 def load_translate_function(

@@ -15,7 +15,7 @@ from keras_attention.core.weights_file import save_weights_atomically
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.evaluation import score, translate_all
 from keras_attention.runs.files import read_validation_state
-from keras_attention.serving.export import Translator
+from keras_attention.serving.translator import Translator
 
 # Keys added to the epoch logs (so to `training_log.csv` and TensorBoard) every epoch; NaN on
 # epochs without a translation, so that every CSV row has the same columns.

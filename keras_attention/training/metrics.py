@@ -2,8 +2,8 @@
 
 Our own rather than keras's or keras-hub's: `keras.metrics.SparseCategoricalAccuracy` counts
 padding unless every caller builds a mask, and keras-hub's `Perplexity`, which gives the same
-numbers (`tests/test_keras_hub_parity.py`), would load TensorFlow and tensorflow-text on import
-under any backend, while training runs under JAX and PyTorch too.
+numbers (`tests/system/test_keras_hub_parity.py`), would load TensorFlow and tensorflow-text on
+import under any backend, while training runs under JAX and PyTorch too.
 """
 
 import keras

@@ -1,6 +1,6 @@
 """`ReplicaDropout` and `replica_dropout.dropout` off a strategy: Keras's own masks.
 
-(Under a strategy with several replicas, tests/test_distribute.py checks that the replicas'
+(Under a strategy with several replicas, tests/distribute/test_strategy.py checks that the replicas'
 masks differ, where Keras's are identical.)
 """
 

@@ -2,7 +2,7 @@
 `Translator.from_preset` take a size name, a run folder or a preset folder in keras-hub's
 layout (`save_to_preset`), and the tools take any of them, or a SavedModel, with `--model`.
 
-The run folder is made without training (`tests.test_run_files.make_tiny_run`: config.json,
+The run folder is made without training (`tests.runs.test_files.make_tiny_run`: config.json,
 a tokenizer and two checkpoints of random weights); a copy of it gets a `model.keras`, as a
 finished run has. The JAX and PyTorch checks run in a fresh interpreter each.
 """
@@ -24,8 +24,9 @@ from keras_attention.models import Transformer, save_to_preset
 from keras_attention.models.preset_sources import folder_kind
 from keras_attention.runs.files import load_run_model, run_beam_search
 from keras_attention.runs.preset_export import save_run_as_preset
-from keras_attention.serving.export import Translator, export_translator, load_exported
-from tests.test_run_files import (
+from keras_attention.serving.export import export_translator, load_exported
+from keras_attention.serving.translator import Translator
+from tests.runs.test_files import (
     TinyRun,
     assert_weights_equal,
     load_tool,
@@ -263,7 +264,7 @@ BACKEND_PROBE = textwrap.dedent("""
     model = Transformer.from_preset(run_dir)
     np.savez(weights_file, *model.get_weights())
     loaded_tensorflow = "tensorflow" in sys.modules
-    from keras_attention.serving.export import Translator
+    from keras_attention.serving.translator import Translator
 
     messages = []
     for make in (lambda: Translator.from_preset(run_dir), lambda: Translator(model, None)):

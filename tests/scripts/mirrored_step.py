@@ -1,4 +1,5 @@
-"""Run in a subprocess by tests/test_distribute.py: two logical CPUs must exist before TF starts.
+"""Run in a subprocess by tests/distribute/test_strategy.py: two logical CPUs must exist before TF
+starts.
 
 Prints one JSON line: the largest weight difference between one training step under
 MirroredStrategy (2 replicas) and one step on one device, over the same global batch, and

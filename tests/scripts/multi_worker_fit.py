@@ -1,4 +1,5 @@
-"""Run by tests/test_multi_worker.py, as each worker of a local cluster or as one process.
+"""Run by tests/distribute/test_multi_worker.py, as each worker of a local cluster or as one
+process.
 
     python multi_worker_fit.py OUT_DIR fit      # a few SGD steps of the tiny Transformer
     python multi_worker_fit.py OUT_DIR resume   # epochs with ClusterBackupAndRestore

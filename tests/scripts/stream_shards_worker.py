@@ -1,4 +1,4 @@
-"""Run by tests/test_multi_worker_streams.py as each worker of a local cluster:
+"""Run by tests/distribute/test_multi_worker_streams.py as each worker of a local cluster:
 
     python stream_shards_worker.py DATA_DIR TOKENIZER ROUND_BATCHES
 

@@ -42,7 +42,7 @@ from keras_attention.serving.ctranslate2_converter import (  # noqa: E402
     source_tokens,
     vocabulary,
 )
-from tests.test_run_files import load_tool  # noqa: E402
+from tests.runs.test_files import load_tool  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="the tokenizer and run folders need TF"

@@ -35,14 +35,24 @@ from keras_attention.serving.export import (
     SIGNATURE_KEY,
     STAGING_LOCK,
     UNLOCKED_STAGING_MAX_AGE_S,
-    Translator,
     export_translator,
     load_exported,
     remove_stale_staging,
 )
+from keras_attention.serving.translator import Translator
 from tests.conftest import to_numpy
 from tests.scripts.serve_check import saved_model_ops
-from tests.serving.conftest import ALPHA, BEAM_SIZE, EXTRA, MAX_SOURCE
+from tests.serving.conftest import (
+    ALPHA,
+    BEAM_SIZE,
+    EXTRA,
+    LONG,
+    MAX_SOURCE,
+    NOT_VECTORS,
+    make_translator,
+    rank_error_pattern,
+    translation_texts,
+)
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="the export is a TensorFlow SavedModel"
@@ -60,8 +70,6 @@ CLI_WITH_TF_TEXT = [
 ]
 TF_TEXT_OPS = {"SentencepieceOp", "SentencepieceTokenizeOp", "SentencepieceDetokenizeOp"}
 PYTHON_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
-# 10,000 characters of words the tokenizer knows; the translator keeps MAX_SOURCE - 1 pieces.
-LONG = ("the dog sleeps in the park " * 400)[:10_000]
 BYTES_LITERAL = r"b'(?:[^'\\]|\\.)*'|b\"(?:[^\"\\]|\\.)*\""
 FLOAT = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 MARKER = "old_version_marker"
@@ -80,19 +88,6 @@ BAD_REQUESTS = {
     ),
     "nul": (["the\x00dog", "\x00"], [False, False]),
 }
-# Requests that are not a vector of sentences, and their rank.
-NOT_VECTORS = {
-    "scalar": ("The dog sleeps.", 0),
-    "matrix": ([["The dog", "sleeps."], ["A cat", "runs."]], 2),
-    "column": ([["The dog sleeps."]], 2),
-    "empty_matrix": (np.zeros([3, 0], object), 2),
-    "rank_3": ([[["The dog sleeps."]]], 3),
-}
-
-
-def _rank_error(rank: int) -> str:
-    """The pattern of the error refusing a request of rank `rank`."""
-    return re.escape(f"sentences must be a vector (rank 1) of strings; got rank {rank} (shape ")
 
 
 def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -115,11 +110,6 @@ def _cli_results(stdout: str) -> dict[str, str]:
     """The blocks `saved_model_cli run` prints, by output key."""
     parts = re.split(r"Result for output key (\w+):\n", stdout)
     return dict(zip(parts[1::2], parts[2::2], strict=True))
-
-
-def _texts(translations) -> list[str]:
-    """A `tf.string` batch as text; fails if a translation is not valid UTF-8."""
-    return [t.decode("utf-8") for t in np.asarray(to_numpy(translations)).reshape(-1)]
 
 
 def _assert_same_translations(texts: list[str], scores, expected: dict) -> None:
@@ -145,7 +135,7 @@ def _rest_response(body: dict, outputs: dict) -> dict:
     """TF Serving's REST response: `predictions`, one object per instance, for the row
     format; `outputs`, one list per output, for the columnar format."""
     columns = {
-        "translations": _texts(outputs["translations"]),
+        "translations": translation_texts(outputs["translations"]),
         "scores": to_numpy(outputs["scores"]).tolist(),
     }
     if "instances" in body:
@@ -189,22 +179,6 @@ def _reference(
     return {"translations": texts, "scores": np.array(scores)}
 
 
-def _translator(model: Transformer, tokenizer: SubwordTokenizer, beam_size: int) -> Translator:
-    return Translator(
-        model,
-        tokenizer,
-        beam_size=beam_size,
-        alpha=ALPHA,
-        max_source_length=MAX_SOURCE,
-        extra_length=EXTRA,
-    )
-
-
-@pytest.fixture(scope="module")
-def translator(model: Transformer, tokenizer: SubwordTokenizer) -> Translator:
-    return _translator(model, tokenizer, BEAM_SIZE)
-
-
 @pytest.fixture(scope="module")
 def export_root(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("export")
@@ -223,7 +197,7 @@ def served(exported: Path):
 
 @pytest.fixture(scope="module")
 def greedy_served(model: Transformer, tokenizer: SubwordTokenizer, tmp_path_factory):
-    translator = _translator(model, tokenizer, beam_size=1)
+    translator = make_translator(model, tokenizer, beam_size=1)
     return load_exported(export_translator(translator, tmp_path_factory.mktemp("greedy")))
 
 
@@ -237,7 +211,7 @@ def library_output(translator: Translator, sentences: list[str]) -> dict:
     """`Translator.translate` in this process, the output every served path must equal."""
     outputs = translator.translate(tf.constant(sentences))
     return {
-        "translations": _texts(outputs["translations"]),
+        "translations": translation_texts(outputs["translations"]),
         "scores": to_numpy(outputs["scores"]).astype("float64"),
     }
 
@@ -384,7 +358,8 @@ def test_served_signature_equals_the_library(served, sentences: list[str], libra
     outputs = served(sentences=tf.constant(sentences))
     assert set(outputs) == {"translations", "scores"}
     assert outputs["scores"].dtype == tf.float32
-    _assert_same_translations(_texts(outputs["translations"]), outputs["scores"], library_output)
+    texts = translation_texts(outputs["translations"])
+    _assert_same_translations(texts, outputs["scores"], library_output)
 
 
 @pytest.mark.parametrize("served_fixture, beam_size", [("served", BEAM_SIZE), ("greedy_served", 1)])
@@ -395,22 +370,15 @@ def test_served_signature_equals_the_pipeline_outside_the_graph(
     batch = ["The dog sleeps.", "A tall woman reads a red book in the park today.", LONG]
     outputs = request.getfixturevalue(served_fixture)(sentences=tf.constant(batch))
     expected = _reference(model, processor, batch, beam_size)
-    _assert_same_translations(_texts(outputs["translations"]), outputs["scores"], expected)
-
-
-def test_long_input_is_cut_to_the_maximum_source_length(translator: Translator, processor):
-    source = to_numpy(translator.encode(tf.constant([LONG, "the dog"]))[0])
-    assert source.shape == (2, MAX_SOURCE)
-    np.testing.assert_array_equal(source[0], [*processor.encode(LONG)[: MAX_SOURCE - 1], EOS_ID])
-    short = [*processor.encode("the dog"), EOS_ID]
-    np.testing.assert_array_equal(source[1], short + [PAD_ID] * (MAX_SOURCE - len(short)))
+    texts = translation_texts(outputs["translations"])
+    _assert_same_translations(texts, outputs["scores"], expected)
 
 
 def test_invalid_bytes_and_surrounding_whitespace_are_cleaned(served):
     raw = [b"\xffthe dog sleeps.", "\t the dog sleeps. \n"]
     clean = ["\ufffdthe dog sleeps.", "the dog sleeps."]
     outputs, expected = served(sentences=tf.constant(raw)), served(sentences=tf.constant(clean))
-    assert _texts(outputs["translations"]) == _texts(expected["translations"])
+    assert translation_texts(outputs["translations"]) == translation_texts(expected["translations"])
     np.testing.assert_allclose(to_numpy(outputs["scores"]), to_numpy(expected["scores"]))
 
 
@@ -421,13 +389,13 @@ def test_bad_requests_get_one_string_per_input(
     outputs = served(sentences=tf.constant(batch, tf.string))
     assert outputs["translations"].shape == (len(batch),)
     assert outputs["scores"].shape == (len(batch),)
-    texts, scores = _texts(outputs["translations"]), to_numpy(outputs["scores"])
+    texts, scores = translation_texts(outputs["translations"]), to_numpy(outputs["scores"])
     assert [text for text, empty in zip(texts, blank, strict=True) if empty] == [""] * sum(blank)
     assert [score for score, empty in zip(scores, blank, strict=True) if empty] == [0.0] * sum(
         blank
     )
     library = translator.translate(tf.constant(batch, tf.string))
-    assert texts == _texts(library["translations"])
+    assert texts == translation_texts(library["translations"])
     np.testing.assert_allclose(scores, to_numpy(library["scores"]), atol=1e-5, rtol=1e-5)
 
 
@@ -435,7 +403,7 @@ def test_bad_requests_get_one_string_per_input(
 def test_served_signature_refuses_what_is_not_a_vector(served, batch, rank: int):
     """The signature declares the shape `[None]`, which a loaded signature does not enforce: a
     matrix gave one translation per element and a scalar one translation, silently."""
-    with pytest.raises(tf.errors.InvalidArgumentError, match=_rank_error(rank)):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=rank_error_pattern(rank)):
         served(sentences=tf.constant(batch, tf.string))
 
 
@@ -443,7 +411,7 @@ def test_served_signature_refuses_what_is_not_a_vector(served, batch, rank: int)
 def test_freshly_loaded_signature_refuses_what_is_not_a_vector(exported: Path, batch, rank: int):
     """`tf.saved_model.load` itself (not `load_exported`), called with a positional argument."""
     signature = tf.saved_model.load(str(exported)).signatures[SIGNATURE_KEY]
-    with pytest.raises(tf.errors.InvalidArgumentError, match=_rank_error(rank)):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=rank_error_pattern(rank)):
         signature(tf.constant(batch, tf.string))
     assert signature(tf.constant(["the dog", ""]))["translations"].shape == (2,)  # still serves
 
@@ -459,37 +427,10 @@ def test_session_fed_as_tf_serving_refuses_what_is_not_a_vector(exported: Path):
         options.fetch.append(signature.outputs["translations"].name)
         run = session._make_callable_from_options(options)
         for batch, rank in NOT_VECTORS.values():
-            with pytest.raises(tf.errors.InvalidArgumentError, match=_rank_error(rank)):
+            with pytest.raises(tf.errors.InvalidArgumentError, match=rank_error_pattern(rank)):
                 run(np.array(batch, object))
         (translations,) = run(np.array(["the dog", ""], object))
         assert translations.shape == (2,) and translations[1] == b""
-
-
-@pytest.mark.parametrize("batch, rank", NOT_VECTORS.values(), ids=NOT_VECTORS.keys())
-def test_translator_refuses_what_is_not_a_vector(translator: Translator, batch, rank: int):
-    with pytest.raises(ValueError, match=_rank_error(rank)):
-        translator.translate(batch)
-    with pytest.raises(ValueError, match=_rank_error(rank)):
-        translator.translate(tf.constant(batch, tf.string))
-
-
-def test_translator_in_a_graph_of_unknown_rank_refuses_what_is_not_a_vector(
-    translator: Translator,
-):
-    @tf.function(input_signature=[tf.TensorSpec(None, tf.string)])
-    def translations(sentences):
-        return translator.translate_graph(sentences)["translations"]
-
-    with pytest.raises(tf.errors.InvalidArgumentError, match=_rank_error(2)):
-        translations(tf.constant([["the dog"], ["a cat"]]))
-    assert translations(tf.constant(["the dog", "a cat"])).shape == (2,)
-
-
-def test_translator_accepts_python_lists(translator: Translator):
-    from_list = translator.translate(["the dog", b"\xffa cat", ""])
-    from_tensor = translator.translate(tf.constant(["the dog", b"\xffa cat", ""]))
-    assert _texts(from_list["translations"]) == _texts(from_tensor["translations"])
-    assert translator.translate([])["translations"].shape == (0,)
 
 
 # TF Serving's REST and gRPC bodies, converted as the server does.
@@ -539,7 +480,7 @@ def test_grpc_predict_request_and_response(served, sentences: list[str], library
     assert response.outputs["scores"].dtype == tf.float32.as_datatype_enum
     translations = tf.make_ndarray(response.outputs["translations"])
     scores = tf.make_ndarray(response.outputs["scores"])
-    _assert_same_translations(_texts(translations), scores, library_output)
+    _assert_same_translations(translation_texts(translations), scores, library_output)
 
 
 # Atomic, versioned writing.
@@ -600,21 +541,6 @@ def test_bad_version_is_rejected(translator: Translator, tmp_path: Path, version
     with pytest.raises(ValueError, match="version"):
         export_translator(translator, tmp_path / "export", version=version)
     assert not (tmp_path / "export").exists()
-
-
-@pytest.mark.parametrize(
-    "argument, value",
-    [
-        ("beam_size", 0),
-        ("beam_size", 2.0),
-        ("max_source_length", 1),
-        ("max_source_length", None),
-        ("extra_length", -1),
-    ],
-)
-def test_translator_rejects_bad_arguments(model, tokenizer, argument: str, value):
-    with pytest.raises(ValueError, match=argument):
-        Translator(model, tokenizer, **{argument: value})
 
 
 # Leftovers of killed exports.

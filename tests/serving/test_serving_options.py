@@ -12,10 +12,10 @@ from keras_attention.serving.chunks import map_length_sorted_chunks
 from keras_attention.serving.export import (
     GREEDY_SIGNATURE_KEY,
     SIGNATURE_KEY,
-    Translator,
     export_translator,
     load_exported,
 )
+from keras_attention.serving.translator import Translator
 from keras_attention.serving.warmup_requests import (
     DEFAULT_WARMUP_SENTENCES,
     WARMUP_FILE,

@@ -16,7 +16,7 @@ from keras_attention.core.atomic_files import write_json_atomically
 from keras_attention.training.callbacks import training_callbacks
 from keras_attention.training.divergence import DivergenceCheck, TrainingDivergedError
 from keras_attention.training.resume import fit_resumable
-from tests.test_train_tool import train_command
+from tests.tools.test_train import train_command
 
 VOCABULARY, STEPS, BATCH, EPOCHS = 50, 6, 8, 3
 

@@ -44,7 +44,8 @@ from keras_attention.evaluation import translate_all
 from keras_attention.models import Transformer, copy_with_dtype
 from keras_attention.runs.files import run_beam_search
 from keras_attention.runs.train import load_run
-from keras_attention.serving.export import Translator, export_translator, load_exported
+from keras_attention.serving.export import export_translator, load_exported
+from keras_attention.serving.translator import Translator
 
 from .timing import SMOKE_MODEL, Stopwatch, summarize_rounds, time_call
 from .train_throughput import cached_tokenizer

@@ -14,7 +14,7 @@ its last checkpoint and `model.keras` must hold the weights of an uninterrupted 
 first; two uninterrupted runs measure the run-to-run nondeterminism, which the difference
 may not exceed (by more than `FaultConfig.tolerance`).
 
-`FAST_POINTS` is the CI's short check (tests/test_fault_injection.py); `LONG_POINTS` (25 kill
+`FAST_POINTS` is the CI's short check (tests/system/test_fault_injection.py); `LONG_POINTS` (25 kill
 points and the 7 `DISK_FULL_POINTS`) runs from `python tools/benchmark.py faults`.
 """
 

@@ -25,13 +25,8 @@ import tempfile
 from pathlib import Path
 
 from keras_attention.data.multi30k import load_multi30k
-from keras_attention.serving.export import (
-    DEFAULT_CHUNK_SIZE,
-    GREEDY_SIGNATURE_KEY,
-    SIGNATURE_KEY,
-    Translator,
-    export_translator,
-)
+from keras_attention.serving.export import GREEDY_SIGNATURE_KEY, SIGNATURE_KEY, export_translator
+from keras_attention.serving.translator import DEFAULT_CHUNK_SIZE, Translator
 
 from .timing import SMOKE_MODEL
 from .train_throughput import DEFAULT_DATA_DIR, cached_tokenizer

@@ -72,7 +72,7 @@ def load_translate(spec: dict):
 
     import keras_attention  # noqa: F401 (registers the classes that load_model reads)
     from keras_attention.data.tokenizer import SubwordTokenizer
-    from keras_attention.serving.export import Translator
+    from keras_attention.serving.translator import Translator
 
     model = keras.models.load_model(os.path.join(spec["path"], "model.keras"))
     tokenizer = SubwordTokenizer.load(os.path.join(spec["path"], "tokenizer.model"))

@@ -23,7 +23,8 @@ from keras_attention.data.streaming import read_parallel
 from keras_attention.data.text_files import read_lines
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.models import Transformer
-from keras_attention.serving.export import Translator, export_translator, load_exported
+from keras_attention.serving.export import export_translator, load_exported
+from keras_attention.serving.translator import Translator
 from tests.serving.conftest import TINY_MODEL
 
 VOCABULARY_SIZE = 200

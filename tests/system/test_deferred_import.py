@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from keras_attention.serving.export import DEFAULT_CHUNK_SIZE
-from tests.test_tools import ROOT, TENSORFLOW_ENV
+from keras_attention.serving.translator import DEFAULT_CHUNK_SIZE
+from tests.tools.test_tools import ROOT, TENSORFLOW_ENV
 
 # The tools that parse their arguments with `keras_attention.cli.ArgumentParser`.
 TOOLS = [

@@ -29,10 +29,11 @@ from keras_attention.data.generated_corpus import generate_pairs
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.runs.files import build_run_model, load_run_model
 from keras_attention.runs.run_lock import LOCK_FILE
-from keras_attention.serving.export import Translator, export_metadata
+from keras_attention.serving.export import export_metadata
+from keras_attention.serving.translator import Translator
 from keras_attention.training.resume_check import check_resume_files
 from tests.run_helpers import main_error
-from tests.test_train_tool import train_command
+from tests.tools.test_train import train_command
 
 # The run: lowercased (a recaser file), one beam, a few validation sentences.
 OPTIONS = ("--lowercase", "--validation-bleu-sentences", "20", "--beam-size", "1")

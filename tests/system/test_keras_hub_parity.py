@@ -22,7 +22,7 @@ from keras_attention.layers import SinusoidalPositionalEncoding  # noqa: E402
 from keras_attention.training import Perplexity  # noqa: E402
 from tests.conftest import to_numpy  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def padded_batches(seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -11,9 +11,9 @@ import pytest
 
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.distribute.local_cluster import run_local_cluster
-from tests.test_multi_worker import TIMEOUT, assert_succeeded, no_worker_left_behind  # noqa: F401
+from tests.distribute.test_multi_worker import TIMEOUT, assert_succeeded, no_worker_left_behind  # noqa: F401
 
-SCRIPT = Path(__file__).parent / "scripts" / "stream_shards_worker.py"
+SCRIPT = Path(__file__).parents[1] / "scripts" / "stream_shards_worker.py"
 MARKERS = ("apple", "bread", "cheese", "dates")  # the first word of every line of shard i
 
 
@@ -52,7 +52,7 @@ def test_two_workers_read_disjoint_shards_and_split_each_batch_over_two_steps(tm
 
 def test_train_tool_trains_two_workers_on_their_own_shards_by_steps(tmp_path: Path):
     from keras_attention.data.corpus_shards import write_held_out, write_sharded_corpus
-    from tests.test_train_tool import logged_epochs, train_command
+    from tests.tools.test_train import logged_epochs, train_command
 
     data, output = tmp_path / "data", tmp_path / "run"
     write_sharded_corpus(data, 1000, 2)

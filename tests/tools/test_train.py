@@ -26,7 +26,7 @@ from tests.run_helpers import (
     read_metadata,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY = [
     "--train-pairs", "300", "--vocabulary-size", "120", "--max-tokens", "512",
     "--max-length", "32", "--warmup-steps", "20", "--no-jit",

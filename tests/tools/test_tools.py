@@ -19,7 +19,7 @@ import sacrebleu
 
 import keras_attention  # noqa: F401 (registers the classes that load_model reads)
 from keras_attention.data.datasets import load_corpus
-from tests.test_train_tool import ROOT, train_command
+from tests.tools.test_train import ROOT, train_command
 
 # Each tool with an option of its own that its --help must list.
 TOOLS = {

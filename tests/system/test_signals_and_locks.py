@@ -21,8 +21,8 @@ import pytest
 from keras_attention.cli import EXIT_BROKEN_PIPE
 from keras_attention.runs.run_lock import LOCK_FILE
 from tests.run_helpers import kill_when, logged_epochs
-from tests.test_tools import TENSORFLOW_ENV
-from tests.test_train_tool import ROOT, train_command
+from tests.tools.test_tools import TENSORFLOW_ENV
+from tests.tools.test_train import ROOT, train_command
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and flock")
 

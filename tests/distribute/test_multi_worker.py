@@ -14,7 +14,7 @@ import pytest
 
 from keras_attention.distribute.local_cluster import free_ports, run_local_cluster, tf_config
 
-SCRIPT = Path(__file__).parent / "scripts" / "multi_worker_fit.py"
+SCRIPT = Path(__file__).parents[1] / "scripts" / "multi_worker_fit.py"
 TIMEOUT = 300
 WORKER_PROGRAMS = ("multi_worker_fit.py", "multi_worker_repro.py", "tools/train.py")
 
@@ -184,7 +184,7 @@ def test_a_worker_whose_peer_never_starts_fails_clearly_in_bounded_time(tmp_path
 
 def test_the_upstream_reproduction_trains_plain_keras_with_the_helper():
     """tools/multi_worker_repro.py --fix: a two-layer Dense model, fit then evaluate."""
-    tool = Path(__file__).parents[1] / "tools" / "multi_worker_repro.py"
+    tool = Path(__file__).parents[2] / "tools" / "multi_worker_repro.py"
     done = subprocess.run(
         [sys.executable, str(tool), "--fix"],
         capture_output=True,
@@ -200,7 +200,7 @@ def test_the_upstream_reproduction_trains_plain_keras_with_the_helper():
 
 
 def test_train_tool_trains_across_two_workers_and_only_the_chief_keeps_files(tmp_path: Path):
-    from tests.test_train_tool import logged_epochs, train_command
+    from tests.tools.test_train import logged_epochs, train_command
 
     output, temps = tmp_path / "run", [tmp_path / "tmp0", tmp_path / "tmp1"]
     for temp in temps:

@@ -15,7 +15,7 @@ import pytest
 from keras_attention.data.generated_corpus import generated_splits
 from keras_attention.serving.export import export_metadata
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY = [
     "--vocabulary-size", "120", "--max-tokens", "512", "--max-length", "32", "--no-jit",
     "--override", "num_encoder_layers=1", "--override", "num_decoder_layers=1",

@@ -36,7 +36,7 @@ from keras_attention.runs.files import (
 from keras_attention.runs.train import load_run
 from keras_attention.training.recipe import compile_with_paper_recipe
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OVERRIDES = dict(
     num_encoder_layers=1, num_decoder_layers=1, d_model=16, num_heads=2, intermediate_dim=32
 )
@@ -418,17 +418,17 @@ class TranslatorArguments:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch):
         import keras_attention.runs.translate_function
-        import keras_attention.serving.export
+        import keras_attention.serving.translator
 
         self.calls = []
-        real = keras_attention.serving.export.Translator
+        real = keras_attention.serving.translator.Translator
 
         def record(model, tokenizer, beam_size=4, alpha=0.6, **kwargs):
             self.calls.append((beam_size, alpha))
             return real(model, tokenizer, beam_size, alpha, **kwargs)
 
         monkeypatch.setattr(keras_attention.runs.translate_function, "Translator", record)
-        monkeypatch.setattr(keras_attention.serving.export, "Translator", record)
+        monkeypatch.setattr(keras_attention.serving.translator, "Translator", record)
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from keras_attention.distribute import get_strategy
 
-SCRIPT = Path(__file__).parent / "scripts" / "mirrored_step.py"
+SCRIPT = Path(__file__).parents[1] / "scripts" / "mirrored_step.py"
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "keras_attention"
+PACKAGE_ROOT = Path(__file__).resolve().parents[2] / "keras_attention"
 ALLOWED_TOP_LEVEL = {"keras", "numpy", "keras_attention"} | set(sys.stdlib_module_names)
 FORBIDDEN_TOP_LEVEL = {"tensorflow", "torch", "jax"}
 
@@ -103,7 +103,8 @@ LEVELS = {
     "keras_attention.decoding": 5,
     "keras_attention.serving.chunks": 5,  # length-sorted chunks of a batch, in the graph
     "keras_attention.serving.warmup_requests": 5,  # TF Serving's warm-up file
-    "keras_attention.serving.export": 6,
+    "keras_attention.serving.translator": 6,  # strings in, strings out: one TF graph
+    "keras_attention.serving.export": 6,  # a translator as a SavedModel; staging and locks
     "keras_attention.evaluation": 6,
     "keras_attention.runs": 7,  # a training run, one job per module (see its docstring)
     "keras_attention.serving.ctranslate2_converter": 6,  # a model as CTranslate2's; optional

@@ -27,8 +27,8 @@ from keras_attention.cli import (
 from keras_attention.runs.files import build_run_model
 from keras_attention.runs.translate_function import load_translate_function
 from tests.run_helpers import NATIVE_LOG_LINE, main_error
-from tests.test_run_files import TinyRun, make_tiny_run
-from tests.test_tools import ROOT, TENSORFLOW_ENV
+from tests.runs.test_files import TinyRun, make_tiny_run
+from tests.tools.test_tools import ROOT, TENSORFLOW_ENV
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +218,7 @@ def test_read_input_lines_names_a_missing_or_undecodable_file(tmp_path: Path):
 @pytest.mark.parametrize("verbose", [False, True])
 def test_tensorflow_start_up_lines_only_with_verbose(verbose: bool, tmp_path: Path):
     """An error found once the arguments parse, when TensorFlow has started (an argument
-    error comes before it starts: tests/test_deferred_import.py)."""
+    error comes before it starts: tests/system/test_deferred_import.py)."""
     env = {k: v for k, v in TENSORFLOW_ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     a_file = tmp_path / "a_file"
     a_file.write_text("not a folder")

@@ -14,7 +14,7 @@ from keras_attention.data.pipeline import encode_pairs, make_batches
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.evaluation import score, translate_all
 from keras_attention.runs.validation_bleu import ValidationBleu, seeded_subset
-from keras_attention.serving.export import Translator
+from keras_attention.serving.translator import Translator
 from keras_attention.training.recipe import compile_with_paper_recipe
 from tests.scripts.tiny_transformer import tiny_transformer
 

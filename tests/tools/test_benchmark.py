@@ -100,7 +100,7 @@ def test_decode_benchmark_smoke(tmp_path):
         step_points=(2, 4),
         step_rows=4,
         cache_dir=str(tmp_path),
-        engines=False,  # tests/test_benchmark_engines.py
+        engines=False,  # tests/tools/test_benchmark_engines.py
     )
     result = decode.run_decode_benchmark(config)
     for timing in result["sentences_per_second"].values():

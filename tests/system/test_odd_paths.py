@@ -20,7 +20,7 @@ import tensorflow as tf
 from keras_attention.core.literal_paths import is_literal, literal_path
 from keras_attention.data.corpus_files import expand
 from keras_attention.serving.export import load_exported
-from tests.test_train_tool import train_command
+from tests.tools.test_train import train_command
 
 ODD = "run [1] *?'\" é"
 CORPUS = "corpus [2] *?'\" é"
