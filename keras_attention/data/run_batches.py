@@ -215,18 +215,25 @@ def _in_memory_epochs(
         max_tokens=spec.max_tokens, max_length=spec.max_length, batch_multiple=spec.replicas
     )
     if not spec.subword_sampling:
-        return lambda number: make_batches(
-            encoded, **sizes, shuffle=True, seed=epoch_seed(spec.seed, number)
-        )
+
+        def encoded_epoch(number: int) -> tf.data.Dataset:
+            seed = epoch_seed(spec.seed, number)
+            return make_batches(encoded, **sizes, shuffle=True, seed=seed)
+
+        return encoded_epoch
     arguments = (tokenizer, *pairs, spec.subword_sampling)
     # Every epoch as long as the first's sampling (they differ by a few batches).
-    num_batches = count_sampled_batches(*arguments, epoch_seed(spec.seed, 0), **sizes)
+    first_seed = epoch_seed(spec.seed, 0)
+    num_batches = count_sampled_batches(*arguments, first_seed, **sizes)
     logger.info(
         "subword sampling (alpha %s): %d batches an epoch", spec.subword_sampling, num_batches
     )
-    return lambda number: sampled_batches(
-        *arguments, epoch_seed(spec.seed, number), num_batches, **sizes
-    )
+
+    def sampled_epoch(number: int) -> tf.data.Dataset:
+        seed = epoch_seed(spec.seed, number)
+        return sampled_batches(*arguments, seed, num_batches, **sizes)
+
+    return sampled_epoch
 
 
 def _stream_rounds(
@@ -240,6 +247,7 @@ def _stream_rounds(
     with the round's seed, each worker reading its own shards when `steps_per_batch > 1`."""
 
     def stream(number: int) -> tf.data.Dataset:
+        seed = epoch_seed(spec.seed, number)
         return stream_batches(
             train_files.sources,
             train_files.targets,
@@ -247,7 +255,7 @@ def _stream_rounds(
             max_tokens=spec.max_tokens,
             max_length=spec.max_length,
             batch_multiple=spec.replicas,
-            seed=epoch_seed(spec.seed, number),
+            seed=seed,
             workers=steps_per_batch,
             worker=spec.worker if steps_per_batch > 1 else 0,
             exclude_sources=exclude_sources,
@@ -301,6 +309,8 @@ def run_batches(
             f"train_files must be given exactly when source='stream'; got source="
             f"{spec.source!r} and train_files={train_files!r}"
         )
+    # The workers reading their own shards: each batch makes this many steps.
+    steps_per_batch = file_sharding(spec, len(train_files.sources)) if streamed else 1
     encoded = _encode_splits(spec, tokenizer, splits)
 
     def batches(split: str, seed: int) -> tf.data.Dataset:
@@ -313,9 +323,7 @@ def run_batches(
             seed=seed,
         )
 
-    steps_per_batch = 1  # the workers reading their own shards; each batch makes this many steps
     if streamed:
-        steps_per_batch = file_sharding(spec, len(train_files.sources))
         rounds = _stream_rounds(spec, tokenizer, train_files, steps_per_batch, exclude_sources)
     else:
         rounds = _in_memory_epochs(spec, tokenizer, splits["train"], encoded["train"])
