@@ -15,6 +15,7 @@ __getattr__, __dir__, _lazy = lazy_names(
     multi30k=["load_multi30k"],
     pipeline=["EncodedPairs", "encode_pairs", "make_batches"],
     recaser=["Recaser"],
+    run_batches=["BatchingSpec", "RunData", "run_batches"],
     streaming=["parallel_text", "read_parallel", "stream_batches", "tokenize_pairs"],
     subword_sampling=["count_sampled_batches", "sample_pairs", "sampled_batches"],
     tokenizer=["SubwordTokenizer"],

@@ -10,19 +10,12 @@ import tempfile
 from pathlib import Path
 
 import keras
-import numpy as np
 
 from keras_attention.core.atomic_files import (
     write_json_atomically,
 )
-from keras_attention.data.accumulation import token_weighted_updates
-from keras_attention.data.pipeline import encode_pairs, make_batches
-from keras_attention.data.streaming import (
-    parallel_text,
-    shards_by_file,
-    stream_batches,
-)
-from keras_attention.data.subword_sampling import count_sampled_batches, sampled_batches
+from keras_attention.data.run_batches import BatchingSpec, RunData, run_batches
+from keras_attention.data.streaming import parallel_text
 from keras_attention.data.tokenizer import SubwordTokenizer, recaser_path
 from keras_attention.distribute import get_strategy
 from keras_attention.distribute.cluster import barrier, is_chief, read_tf_config
@@ -48,7 +41,6 @@ from keras_attention.runs.folder import (
     remove_run_files,
     remove_temporary_files,
 )
-from keras_attention.runs.rounds import in_memory_rounds, stream_rounds
 from keras_attention.runs.run_lock import RunLock, lock_run_folder
 from keras_attention.runs.settings_report import settings_lines
 
@@ -136,165 +128,24 @@ def tokenizer_metadata(config: "TrainConfig") -> dict:
     }
 
 
-def _epoch_seed(seed: int, epoch: int) -> int:
-    """The shuffling seed of epoch `epoch`: a function of the run's seed and the epoch only,
-    so that a resumed run trains on the batches of an uninterrupted one."""
-    return int(np.random.SeedSequence([seed, epoch]).generate_state(1)[0] % 2**31)
-
-
-@dataclasses.dataclass
-class RunData:
-    """A run's corpus, tokenizer and batches.
-
-    Attributes:
-        corpus: `{"train": (sources, targets), "val": ..., "test": ...}`.
-        tokenizer: the run's tokenizer.
-        train_batches: `epoch -> tf.data.Dataset` of that epoch's batches, shuffled with a
-            seed of the run's seed and the epoch (see `fit_resumable`).
-        val_batches: the validation batches.
-        test_batches: the test batches.
-        steps_per_batch: the training steps that each training batch makes: 1, or the
-            number of workers when they read a streamed corpus by file (`stream_batches`).
-        batches_per_epoch: the training batches of an epoch (of a round, by steps).
-    """
-
-    corpus: dict
-    tokenizer: SubwordTokenizer
-    train_batches: object
-    val_batches: object
-    test_batches: object
-    steps_per_batch: int = 1
-    batches_per_epoch: int = 0
-
-
-def _file_sharding(config: "TrainConfig", num_shards: int, workers: int) -> int:
-    """The steps that each batch of a streamed corpus makes: `workers` when the workers read
-    it by file (`shards_by_file`, without gradient accumulation, whose token weights need
-    whole global batches), 1 otherwise.
-
-    Raises:
-        ValueError: by file, if the steps of a round or between backups are not a multiple of
-            `workers` (a round must end, and a backup stand, between two batches).
-    """
-    if config.accumulate_steps > 1 or not shards_by_file(num_shards, workers):
-        return 1
-    for name in ("save_every_steps", "backup_every_steps"):
-        value = getattr(config, name)
-        if value is not None and value % workers:
-            raise ValueError(
-                f"{name}={value} must be a multiple of the {workers} workers: they read the "
-                f"{num_shards} shards by file, each of a worker's batches making {workers} steps"
-            )
-    return workers
-
-
-def _in_memory_epochs(
-    config: "TrainConfig",
-    pairs: tuple[list[str], list[str]],
-    tokenizer: SubwordTokenizer,
-    replicas: int,
-    batches,
-):
-    """`epoch -> tf.data.Dataset` of the training batches of a corpus in memory: the pairs
-    encoded once (`batches`), or sampled afresh every epoch (`config.subword_sampling`),
-    shuffled with a seed of the run's seed and the epoch."""
-    if not config.subword_sampling:
-        return lambda number: batches("train", True, _epoch_seed(config.seed, number))
-    sizes = dict(
-        max_tokens=config.max_tokens, max_length=config.max_length, batch_multiple=replicas
-    )
-    arguments = (tokenizer, *pairs, config.subword_sampling)
-    # Every epoch as long as the first's sampling (they differ by a few batches).
-    num_batches = count_sampled_batches(*arguments, _epoch_seed(config.seed, 0), **sizes)
-    logger.info(
-        "subword sampling (alpha %s): %d batches an epoch", config.subword_sampling, num_batches
-    )
-    return lambda number: sampled_batches(
-        *arguments, _epoch_seed(config.seed, number), num_batches, **sizes
-    )
-
-
-def _run_data(
-    config: "TrainConfig",
-    run_corpus: RunCorpus,
-    tokenizer: SubwordTokenizer,
-    replicas: int,
-    worker: tuple[int, int] = (1, 0),
-) -> RunData:
-    """Encodes and batches the corpus; raises `ValueError` if no training pair fits."""
-    corpus = run_corpus.corpus
-    streamed = run_corpus.train_files is not None
-    encoded = {}
-    for split, (sources, targets) in corpus.items():
-        if split == "train" and streamed:
-            continue
-        encoded[split] = encode_pairs(tokenizer, sources, targets, max_length=config.max_length)
-        logger.info(
-            "%s: %d pairs kept of %d", split, encoded[split].num_pairs, encoded[split].num_read
-        )
-    if not streamed and not encoded["train"].num_pairs:
-        raise ValueError(
-            f"no training pair is at most max_length={config.max_length} tokens long "
-            f"(of {encoded['train'].num_read})"
-        )
-
-    def batches(split: str, shuffle: bool, seed: int):
-        return make_batches(
-            encoded[split],
-            max_tokens=config.max_tokens,
-            max_length=config.max_length,
-            batch_multiple=replicas,
-            shuffle=shuffle,
-            seed=seed,
-        )
-
-    by_file_workers = 1  # the workers reading their own shards; each batch makes this many steps
-    if streamed:
-        shards = (run_corpus.train_files.sources, run_corpus.train_files.targets)
-        excluded = run_corpus.excluded_sources
-        by_file_workers = _file_sharding(config, len(shards[0]), worker[0])
-
-        def epoch_batches(number: int):
-            return stream_batches(
-                *shards,
-                tokenizer,
-                max_tokens=config.max_tokens,
-                max_length=config.max_length,
-                batch_multiple=replicas,
-                seed=_epoch_seed(config.seed, number),
-                workers=by_file_workers,
-                worker=worker[1] if by_file_workers > 1 else 0,
-                exclude_sources=excluded,
-            )
-
-        rounds = stream_rounds(epoch_batches, config.save_every_steps // by_file_workers)
-    else:
-        epoch_batches = _in_memory_epochs(config, corpus["train"], tokenizer, replicas, batches)
-        rounds = epoch_batches
-        if config.train_steps is not None:
-            per_epoch = int(epoch_batches(0).cardinality())
-            rounds = in_memory_rounds(epoch_batches, per_epoch, config.save_every_steps)
-
-    def train_batches(epoch: int):
-        epoch_data = rounds(epoch)
-        if config.accumulate_steps > 1:
-            epoch_data = token_weighted_updates(epoch_data, config.accumulate_steps)
-        return epoch_data
-
-    batches_per_epoch = int(train_batches(0).cardinality())
-    if batches_per_epoch == 0:  # before any file is written
-        raise ValueError(
-            f"accumulate_steps={config.accumulate_steps} is more than the "
-            f"{int(batches('train', False, 0).cardinality())} batches of an epoch"
-        )
-    return RunData(
-        corpus,
-        tokenizer,
-        train_batches,
-        batches("val", False, config.seed),
-        batches("test", False, config.seed),
-        steps_per_batch=by_file_workers,
-        batches_per_epoch=batches_per_epoch,
+def batching_spec(
+    config: TrainConfig, streamed: bool, replicas: int, worker: tuple[int, int]
+) -> BatchingSpec:
+    """How the run's batches are made (`data.run_batches`), from its resolved settings:
+    `streamed` training files, `replicas` in sync, `worker` as `(workers, its index)`."""
+    by_steps = config.train_steps is not None
+    return BatchingSpec(
+        max_tokens=config.max_tokens,
+        max_length=config.max_length,
+        seed=config.seed,
+        source="stream" if streamed else "memory",
+        round_steps=config.save_every_steps if by_steps else None,
+        accumulate_steps=config.accumulate_steps,
+        subword_sampling=config.subword_sampling,
+        replicas=replicas,
+        workers=worker[0],
+        worker=worker[1],
+        backup_every_steps=config.backup_every_steps,
     )
 
 
@@ -399,9 +250,15 @@ def _prepare_run(config: TrainConfig, overwrite: bool) -> PreparedRun:
     resuming = inspect_run_folder(output_dir, config, overwrite)
     keras.utils.set_random_seed(config.seed)
     tokenizer_path = output_dir / "tokenizer.model"
-    replicas = strategy.num_replicas_in_sync
     cluster = read_tf_config()
     worker = (cluster.num_workers, cluster.worker_index) if cluster is not None else (1, 0)
+    streamed = run_corpus.train_files is not None
+    batching = batching_spec(config, streamed, strategy.num_replicas_in_sync, worker)
+    corpus = dict(
+        splits=run_corpus.corpus,
+        train_files=run_corpus.train_files,
+        exclude_sources=run_corpus.excluded_sources,
+    )
     data = None
     if chief:
         if resuming and tokenizer_path.is_file():
@@ -411,7 +268,7 @@ def _prepare_run(config: TrainConfig, overwrite: bool) -> PreparedRun:
             keras.utils.set_random_seed(config.seed)
         else:
             tokenizer = _train_tokenizer(config, run_corpus)
-        data = _run_data(config, run_corpus, tokenizer, replicas, worker)
+        data = run_batches(batching, tokenizer, **corpus)
         # Everything checked: the run's folder is written from here on.
         if overwrite and output_dir.is_dir():
             remove_run_files(output_dir)
@@ -429,7 +286,7 @@ def _prepare_run(config: TrainConfig, overwrite: bool) -> PreparedRun:
     barrier(strategy)  # the other workers read the chief's tokenizer
     if not chief:
         tokenizer = _load_tokenizer(config, tokenizer_path)
-        data = _run_data(config, run_corpus, tokenizer, replicas, worker)
+        data = run_batches(batching, tokenizer, **corpus)
     write_dir = output_dir
     if not chief:
         write_dir = Path(tempfile.mkdtemp(prefix="keras-attention-worker-"))

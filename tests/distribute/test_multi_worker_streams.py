@@ -2,12 +2,9 @@
 reads only its own shards (`AutoShardPolicy.FILE`), and a `tools/train.py` run trains the
 steps it was asked for."""
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
-
-import pytest
 
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.distribute.local_cluster import run_local_cluster
@@ -75,19 +72,3 @@ def round_line(line: str) -> tuple[str, list[str]]:
     """Keras's line for an epoch -> its steps and metrics (`4/4 - 12s - 3s/step - loss: ..`)."""
     steps, _, _, *metrics = line.split(" - ")
     return steps, [metric for metric in metrics if not metric.startswith("elapsed_s")]
-
-
-def test_by_file_rounds_and_backups_must_fall_between_batches(tmp_path: Path):
-    from keras_attention.runs.config import TrainConfig
-    from keras_attention.runs.prepare import _file_sharding
-
-    config = TrainConfig(dataset="shards", data_dir=str(tmp_path), train_steps=8)
-    assert _file_sharding(dataclasses.replace(config, save_every_steps=4), 2, 2) == 2
-    assert _file_sharding(dataclasses.replace(config, save_every_steps=4), 1, 2) == 1  # by data
-    with pytest.raises(ValueError, match="save_every_steps=3 must be a multiple of the 2 workers"):
-        _file_sharding(dataclasses.replace(config, save_every_steps=3), 2, 2)
-    with pytest.raises(ValueError, match="backup_every_steps=5 must be a multiple"):
-        _file_sharding(dataclasses.replace(config, save_every_steps=4, backup_every_steps=5), 4, 2)
-    # Accumulation weighs whole global batches: by data.
-    accumulating = dataclasses.replace(config, save_every_steps=3, accumulate_steps=2)
-    assert _file_sharding(accumulating, 2, 2) == 1

@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from keras_attention.runs.rounds import in_memory_rounds, stream_rounds
+from keras_attention.data.rounds import in_memory_rounds, stream_rounds
 
 
 def numbered_epochs(batches_per_epoch: int):

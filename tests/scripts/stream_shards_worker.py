@@ -19,9 +19,9 @@ from keras_attention.distribute.cluster import multi_worker_strategy, read_tf_co
 CLUSTER = read_tf_config()
 strategy = multi_worker_strategy(connect_timeout=60.0)  # before TensorFlow runs any op
 
+from keras_attention.data.rounds import stream_rounds  # noqa: E402
 from keras_attention.data.streaming import stream_batches, train_shards  # noqa: E402
 from keras_attention.data.tokenizer import SubwordTokenizer  # noqa: E402
-from keras_attention.runs.rounds import stream_rounds  # noqa: E402
 
 data_dir, tokenizer_path, round_batches = sys.argv[1], sys.argv[2], int(sys.argv[3])
 tokenizer = SubwordTokenizer.load(tokenizer_path)

@@ -1,5 +1,6 @@
-"""Training by steps: the batches of round `r` (`save_every_steps` of them), the same ones
-whenever they are asked for, so that a resumed run trains on an uninterrupted run's batches.
+"""Training by steps: the batches of round `r` (`BatchingSpec.round_steps` of them, a run's
+`save_every_steps`), the same ones whenever they are asked for, so that a resumed run trains
+on an uninterrupted run's batches (`run_batches` makes them).
 
 A round is a Keras epoch of the run (a checkpoint, a log row, a validation). From a corpus in
 memory, the rounds cut the sequence of its seeded passes (pass `e` shuffled with the seed of
