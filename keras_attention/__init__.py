@@ -35,6 +35,7 @@ def load() -> None:
         import_keras_quietly()
         # The modules that register classes with Keras: importing them is the registration.
         from keras_attention import layers, masks, models, training  # noqa: F401
+        from keras_attention.distribute import replica_dropout  # noqa: F401 (old files' layer)
         from keras_attention.models.transformer import Transformer
 
         names = globals()

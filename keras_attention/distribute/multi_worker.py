@@ -22,15 +22,18 @@ Both fixes act only when the strategy really spans several workers: on one devic
 come from the metrics' variables, summed over every replica of every worker: exact global
 values.
 
-Use `MultiWorkerFitMixin` as the first base class of a subclassed model (the `Transformer`
-does), or `enable_multi_worker_fit(model)` on any Keras model, Sequential and functional
-ones included.
+`enable_multi_worker_fit(model)` applies the fix to one model instance, of any kind (what
+`distribute.strategy_fixes.enable_strategy_fixes` does for a run's model under a multi-worker
+strategy); `MultiWorkerFitMixin`, as the first base class, builds it into a subclassed model
+of one's own. The library's models carry neither: a plain `keras.Model` overrides nothing of
+Keras.
 """
 
 import keras
 
 
-def _in_multi_worker_mode(strategy) -> bool:
+def in_multi_worker_mode(strategy) -> bool:
+    """Whether `strategy` is a `MultiWorkerMirroredStrategy` over several workers."""
     import tensorflow as tf
 
     if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
@@ -51,7 +54,7 @@ def _needs_fix(model) -> bool:
     """Whether `model` trains under a strategy that spans several workers."""
     # Only the TensorFlow trainer has `_distribute_strategy`; JAX's and PyTorch's do not.
     strategy = getattr(model, "_distribute_strategy", None)
-    return strategy is not None and _in_multi_worker_mode(strategy)
+    return strategy is not None and in_multi_worker_mode(strategy)
 
 
 def _build_from_local_batch(model, iterator=None, data_batch=None) -> None:
@@ -121,10 +124,10 @@ class MultiWorkerFitMixin:
 def enable_multi_worker_fit(model: keras.Model) -> keras.Model:
     """Makes `model.fit` and `model.evaluate` work under `MultiWorkerMirroredStrategy`.
 
-    For models that cannot take `MultiWorkerFitMixin` as a base class (Sequential, functional
-    or third-party models). Only this instance changes: its class, its config and its saved
-    files stay those of a plain model. Call it inside `strategy.scope()` or after, before
-    `fit`.
+    Works for any model: subclassed (the `Transformer`), Sequential, functional or
+    third-party. Only this instance changes: its class, its config and its saved files stay
+    those of a plain model. Call it inside `strategy.scope()` or after, before `fit`; a
+    second call changes nothing.
 
     Args:
         model: a Keras model on the TensorFlow backend.
@@ -150,8 +153,8 @@ def enable_multi_worker_fit(model: keras.Model) -> keras.Model:
         )
     if not isinstance(model, keras.Model):
         raise TypeError(f"expected a keras.Model; got {type(model).__name__}")
-    if isinstance(model, MultiWorkerFitMixin):
-        return model
+    if isinstance(model, MultiWorkerFitMixin) or "_make_function" in vars(model):
+        return model  # fixed already
     keras_build, keras_make_function = model._maybe_symbolic_build, model._make_function
 
     def maybe_symbolic_build(iterator=None, data_batch=None):

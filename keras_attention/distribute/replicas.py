@@ -1,4 +1,4 @@
-"""Sums across the replicas of a `tf.distribute` strategy; plain values everywhere else.
+"""Sums and seeds across the replicas of a `tf.distribute` strategy; plain values elsewhere.
 
 Keras sums the replicas' gradients (it divides a loss by the number of replicas only for
 "sum_over_batch_size"/"mean" reductions); these helpers let a loss normalise by a count
@@ -52,30 +52,21 @@ def replica_index():
     return tf.distribute.get_replica_context().replica_id_in_sync_group
 
 
-def replica_dropout(inputs, rate: float, seed, noise_shape=None):
-    """Dropout with the replica's index folded into the seed, under a TensorFlow strategy
-    with several replicas; `None` elsewhere (use `keras.random.dropout` there).
+def fold_replica_index(seed):
+    """A seed pair made the replica's own: `seed + [index * 1_000_003, 0]` inside a replica of
+    a TensorFlow strategy with several replicas; `seed` unchanged elsewhere (replica 0 too).
 
     Args:
-        inputs: the tensor to drop units of.
-        rate: fraction of units to drop, in (0, 1).
-        seed: an int or a `keras.random.SeedGenerator` (advanced once, as Keras does).
-        noise_shape: shape of the mask (`None` entries take the input's size).
+        seed: a `(2,)` integer seed pair, as `keras.random.SeedGenerator.next` returns.
+
+    Returns:
+        The seed pair of this replica, in `seed`'s dtype.
     """
     replica = replica_index()
     if replica is None:
-        return None
+        return seed
     import tensorflow as tf
 
-    pair = seed.next() if isinstance(seed, keras.random.SeedGenerator) else [seed, 0]
-    offset = tf.stack([tf.cast(replica, tf.int64) * _REPLICA_SEED_STRIDE, tf.constant(0, tf.int64)])
-    if noise_shape is not None:
-        noise_shape = tf.stack(
-            [
-                tf.shape(inputs)[axis] if size is None else size
-                for axis, size in enumerate(noise_shape)
-            ]
-        )
-    return tf.nn.experimental.stateless_dropout(
-        inputs, rate=rate, seed=tf.cast(pair, tf.int64) + offset, noise_shape=noise_shape
-    )
+    seed = tf.convert_to_tensor(seed)
+    first = tf.cast(replica, seed.dtype) * tf.constant(_REPLICA_SEED_STRIDE, seed.dtype)
+    return seed + tf.stack([first, tf.zeros([], seed.dtype)])

@@ -1,14 +1,14 @@
 """The Transformer's layers as ordinary Keras 3 layers, for any backend.
 
-Importing them loads keras, numpy and `keras_attention.core`/`keras_attention.distribute`
-modules that do the same (`tests/test_imports.py` follows the imports to the end); under the
-TensorFlow backend, `ReplicaDropout` asks `tf.distribute` for the replica context when called.
+Importing them loads keras, numpy and `keras_attention.core` modules that do the same, and
+nothing of `keras_attention.distribute` (`tests/system/test_imports.py` follows the imports to the
+end). Their dropout is Keras's; `keras_attention.distribute.enable_replica_dropout` gives each
+replica of a strategy its own masks, where a run trains on several.
 """
 
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.positional_embedding import PositionalEmbedding
 from keras_attention.layers.positionwise_feed_forward import PositionwiseFeedForward
-from keras_attention.layers.replica_dropout import ReplicaDropout
 from keras_attention.layers.scaled_dot_product_attention import (
     ScaledDotProductAttention,
     masked_softmax,
@@ -24,7 +24,6 @@ __all__ = [
     "MultiHeadAttention",
     "PositionalEmbedding",
     "PositionwiseFeedForward",
-    "ReplicaDropout",
     "ScaledDotProductAttention",
     "SinusoidalPositionalEncoding",
     "TransformerDecoder",

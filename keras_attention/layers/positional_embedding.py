@@ -7,7 +7,6 @@ from keras import ops
 
 from keras_attention.core.checks import check_positive_float, check_positive_int, check_rate
 from keras_attention.layers.initializers import clone_initializer
-from keras_attention.layers.replica_dropout import ReplicaDropout
 from keras_attention.layers.sinusoidal_positional_encoding import SinusoidalPositionalEncoding
 
 
@@ -93,7 +92,7 @@ class PositionalEmbedding(keras.layers.Layer):
         self.position_encoding = SinusoidalPositionalEncoding(
             max_wavelength, dtype=self.dtype_policy, name="position_encoding"
         )
-        self.embedding_dropout = ReplicaDropout(dropout, dtype=self.dtype_policy)
+        self.embedding_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
         self.supports_masking = True
 
     def build(self, input_shape):

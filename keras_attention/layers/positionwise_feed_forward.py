@@ -4,7 +4,6 @@ import keras
 
 from keras_attention.core.checks import check_positive_int, check_rate
 from keras_attention.layers.initializers import clone_initializer
-from keras_attention.layers.replica_dropout import ReplicaDropout
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -77,7 +76,7 @@ class PositionwiseFeedForward(keras.layers.Layer):
     def build(self, input_shape):
         output_dim = self.output_dim or input_shape[-1]
         self.inner_dense = self._dense(self.intermediate_dim, self.activation, "inner")
-        self.inner_dropout = ReplicaDropout(self.dropout, dtype=self.dtype_policy)
+        self.inner_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.output_dense = self._dense(output_dim, None, "output")
         self.inner_dense.build(input_shape)
         self.output_dense.build((*tuple(input_shape[:-1]), self.intermediate_dim))

@@ -7,7 +7,6 @@ from keras import ops
 
 from keras_attention import masks
 from keras_attention.core.checks import check_positive_float, check_rate
-from keras_attention.layers import replica_dropout
 
 # Masked logits are replaced (not shifted) by this value, and the softmax is always computed
 # in float32 or wider, so it cannot overflow under float16 / bfloat16 policies.
@@ -131,7 +130,7 @@ def scaled_dot_product_attention(
     weights = ops.cast(masked_softmax(scores, mask), query.dtype)  # (..., Tq, Tk)
     attended = weights
     if training and dropout > 0:
-        attended = replica_dropout.dropout(weights, dropout, seed=seed)
+        attended = keras.random.dropout(weights, dropout, seed=seed)
     output = ops.matmul(attended, ops.cast(value, attended.dtype))  # (..., Tq, d_v)
     if return_attention_scores:
         return output, weights

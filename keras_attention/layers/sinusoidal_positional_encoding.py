@@ -15,9 +15,10 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
     features and cosines on the odd ones, interleaved exactly as in the paper. It has no
     weights and returns the encoding (not the sum), so that callers add it themselves.
 
-    keras-hub's `SinePositionEncoding` gives the same numbers (`tests/test_keras_hub_parity.py`);
-    this one stays because `import keras_hub` loads TensorFlow and tensorflow-text under any
-    backend, and the layers must load only keras and numpy.
+    keras-hub's `SinePositionEncoding` gives the same numbers
+    (`tests/system/test_keras_hub_parity.py`); this one stays because `import keras_hub`
+    loads TensorFlow and tensorflow-text under any backend, and the layers must load only
+    keras and numpy.
 
     Args:
         max_wavelength: the base of the geometric progression of wavelengths (10000 in

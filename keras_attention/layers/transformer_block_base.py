@@ -6,7 +6,6 @@ from keras_attention.layers.block_arguments import BlockArguments
 from keras_attention.layers.initializers import clone_initializer
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.positionwise_feed_forward import PositionwiseFeedForward
-from keras_attention.layers.replica_dropout import ReplicaDropout
 from keras_attention.layers.residual_connection import ResidualConnection
 
 
@@ -54,7 +53,7 @@ class TransformerBlockBase(BlockArguments):
 
     def _make_dropout(self, name: str) -> keras.layers.Dropout:
         """The residual dropout of one sub-layer."""
-        return ReplicaDropout(self.dropout, dtype=self.dtype_policy, name=name)
+        return keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name=name)
 
     def _connection(self, norm, dropout) -> ResidualConnection:
         """The residual connection around a sub-layer with `norm` and `dropout`."""

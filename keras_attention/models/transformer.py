@@ -8,18 +8,21 @@ from keras import ops
 
 from keras_attention import masks
 from keras_attention.core.checks import check_positive_int
-from keras_attention.distribute.multi_worker import MultiWorkerFitMixin
 from keras_attention.layers import PositionalEmbedding, TransformerDecoder, TransformerEncoder
 from keras_attention.models.deferred_collection import deferred_garbage_collection
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class Transformer(MultiWorkerFitMixin, keras.Model):
+class Transformer(keras.Model):
     """The Transformer of "Attention Is All You Need", Section 3 (Figure 1).
 
     Token ids in, next-token logits out: `call((source_ids, target_in_ids))`. Id 0 is padding
     everywhere. By default source and target share one vocabulary and one embedding matrix,
     which is also the pre-softmax projection (Section 3.4).
+
+    A plain `keras.Model`: what training under a `tf.distribute` strategy needs beyond Keras
+    (per-replica dropout masks, the multi-worker `fit` fix) is applied to a model instance by
+    `keras_attention.distribute.enable_strategy_fixes`, which a training run calls.
 
     Args:
         vocabulary_size: size of the (shared, or source) vocabulary.

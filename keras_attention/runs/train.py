@@ -17,6 +17,7 @@ from keras_attention.core.atomic_files import (
     write_json_atomically,
 )
 from keras_attention.data.tokenizer import SubwordTokenizer
+from keras_attention.distribute.strategy_fixes import enable_strategy_fixes
 from keras_attention.evaluation import moses_language
 from keras_attention.models import Transformer
 from keras_attention.runs.config import TrainConfig
@@ -182,6 +183,8 @@ def _train(run: PreparedRun) -> TrainResult:
                 config.preset, vocabulary_size=tokenizer.vocabulary_size, **config.model_overrides
             )
             model.build()
+            # Per-replica dropout masks on several replicas, the fit fix on several workers.
+            enable_strategy_fixes(model, strategy)
             compile_with_paper_recipe(
                 model,
                 warmup_steps=config.warmup_steps,

@@ -37,12 +37,21 @@ def test_fit_runs_to_completion_under_the_strategy(mirrored_run: dict):
 def test_replicas_draw_their_own_dropout_masks(mirrored_run: dict):
     # Keras's Dropout drops the same units on every replica (a mirrored seed state) ...
     assert mirrored_run["keras_dropout_masks_identical"]
-    # ... ReplicaDropout does not, keeps about half of the units on each, and replica 0
-    # draws the mask one device draws.
+    # ... after enable_replica_dropout it does not, keeps about half of the units on each,
+    # and replica 0 draws the mask one device draws.
     assert mirrored_run["replica_dropout_masks_differ"]
     for kept in mirrored_run["replica_dropout_kept"]:
         assert abs(kept - 0.5) < 0.05  # 2,048 draws: standard deviation 0.011
     assert mirrored_run["replica_0_mask_is_keras_mask"]
+    # The ReplicaDropout layer of old files draws the same masks.
+    assert mirrored_run["old_layer_draws_the_same_masks"]
+
+
+def test_a_run_s_fixes_reach_every_seed_generator_of_the_model(mirrored_run: dict):
+    # Embedding, attention, residual and feed-forward dropout of one encoder and one decoder
+    # block: every generator of the model draws the replica's masks under the strategy.
+    assert mirrored_run["seed_generators"] >= 8
+    assert mirrored_run["replica_seed_generators"] == mirrored_run["seed_generators"]
 
 
 def test_default_strategy_for_one_device():

@@ -489,3 +489,17 @@ def test_keras_file_round_trip_gives_identical_logits(config: str, tmp_path):
     np.testing.assert_array_equal(
         to_numpy(loaded((SOURCE, TARGET))), to_numpy(model((SOURCE, TARGET)))
     )
+
+
+def test_the_transformer_is_a_plain_keras_model():
+    # No mixin among its bases, and no private method of Keras's overridden: what a strategy
+    # needs is applied to a model instance by `keras_attention.distribute` (issue 36).
+    keras_classes = set(keras.Model.__mro__)
+    assert [cls for cls in Transformer.__mro__ if cls not in keras_classes] == [Transformer]
+    keras_names = {name for cls in keras.Model.__mro__ for name in vars(cls)}
+    private = [
+        name
+        for name in vars(Transformer)
+        if name.startswith("_") and not name.startswith("__") and name in keras_names
+    ]
+    assert private == []

@@ -2,8 +2,9 @@
 starts.
 
 Prints one JSON line: the largest weight difference between one training step under
-MirroredStrategy (2 replicas) and one step on one device, over the same global batch, and
-the number of steps `model.fit` ran under the strategy.
+MirroredStrategy (2 replicas) and one step on one device, over the same global batch, the
+number of steps `model.fit` ran under the strategy, and the replicas' dropout masks: Keras's,
+after `enable_replica_dropout`, and `ReplicaDropout`'s (the layer old files name).
 """
 
 import json
@@ -21,7 +22,12 @@ import keras  # noqa: E402
 from tiny_transformer import tiny_transformer  # noqa: E402
 
 from keras_attention.distribute import get_strategy  # noqa: E402
-from keras_attention.layers import ReplicaDropout  # noqa: E402
+from keras_attention.distribute.replica_dropout import (  # noqa: E402
+    ReplicaDropout,
+    ReplicaSeedGenerator,
+    enable_replica_dropout,
+)
+from keras_attention.distribute.strategy_fixes import enable_strategy_fixes  # noqa: E402
 from keras_attention.models import Transformer  # noqa: E402
 from keras_attention.training import compile_with_paper_recipe  # noqa: E402
 
@@ -89,13 +95,30 @@ def replica_masks(layer: keras.layers.Layer) -> list:
 
 
 with strategy.scope():
-    ours, keras_dropout = ReplicaDropout(0.5, seed=3), keras.layers.Dropout(0.5, seed=3)
+    keras_dropout = keras.layers.Dropout(0.5, seed=3)
+    ours = enable_replica_dropout(keras.layers.Dropout(0.5, seed=3))
+    old_layer = ReplicaDropout(0.5, seed=3)
 ours_masks, keras_masks = replica_masks(ours), replica_masks(keras_dropout)
+old_layer_masks = replica_masks(old_layer)
 single_mask = np.asarray(keras.layers.Dropout(0.5, seed=3)(np.ones((64, 32)), training=True)) != 0
 
 with strategy.scope():
-    mirrored = make_model(initial)
+    mirrored = enable_strategy_fixes(make_model(initial), strategy)  # as a run does
     compile_with_paper_recipe(mirrored, warmup_steps=10, jit_compile=False)
+    # A model with dropout everywhere: every generator of it draws the replica's masks.
+    with_dropout = Transformer(
+        VOCAB, num_encoder_layers=1, num_decoder_layers=1, d_model=16, num_heads=2,
+        intermediate_dim=32, dropout=0.1, attention_dropout=0.1, activation_dropout=0.1,
+    )  # fmt: skip
+    with_dropout.build()
+    enable_strategy_fixes(with_dropout, strategy)
+generators = [v for v in with_dropout.non_trainable_variables if v.name == "seed_generator_state"]
+replica_generators = [
+    generator
+    for layer in with_dropout._flatten_layers()
+    for generator in layer._seed_generators
+    if isinstance(generator, ReplicaSeedGenerator)
+]
 dataset = tf.data.Dataset.from_tensors(batch()).repeat(6)
 history = mirrored.fit(dataset, epochs=2, verbose=0)
 print(
@@ -111,6 +134,11 @@ print(
             "replica_dropout_masks_differ": bool((ours_masks[0] != ours_masks[1]).any()),
             "replica_dropout_kept": [float(m.mean()) for m in ours_masks],
             "replica_0_mask_is_keras_mask": bool((ours_masks[0] == single_mask).all()),
+            "old_layer_draws_the_same_masks": all(
+                (old == new).all() for old, new in zip(old_layer_masks, ours_masks, strict=True)
+            ),
+            "seed_generators": len(generators),
+            "replica_seed_generators": len(replica_generators),
         }
     )
 )

@@ -42,6 +42,7 @@ import keras  # noqa: E402
 from tiny_transformer import tiny_transformer  # noqa: E402
 
 from keras_attention.data.pipeline import EncodedPairs, make_batches  # noqa: E402
+from keras_attention.distribute.strategy_fixes import enable_strategy_fixes  # noqa: E402
 from keras_attention.models import Transformer  # noqa: E402
 from keras_attention.training import (  # noqa: E402
     MaskedAccuracy,
@@ -75,7 +76,8 @@ def batches(num_pairs: int, shuffle: bool) -> tf.data.Dataset:
 def tiny_model() -> Transformer:
     keras.utils.set_random_seed(0)
     with strategy.scope():
-        model = tiny_transformer(VOCAB)
+        # The Transformer is a plain keras.Model: the fit fix is applied as a run applies it.
+        model = enable_strategy_fixes(tiny_transformer(VOCAB), strategy)
         compile_with_paper_recipe(model, warmup_steps=10, jit_compile=False)
         if MODE == "fit":
             # SGD: Adam's first steps turn rounding noise in near-zero gradients into

@@ -264,19 +264,41 @@ def module_level_imports(source: str) -> list[str]:
     return names
 
 
-def test_the_layers_load_no_backend_package_even_transitively():
-    """What `keras_attention.layers` imports, followed to the end, loads only keras, numpy
-    and the standard library when it is imported (`distribute.replicas` asks TensorFlow for
-    the replica context inside its functions, under the TensorFlow backend only)."""
-    graph, modules = package_graph(), package_modules()
-    reached, frontier = set(), ["keras_attention.layers", "keras_attention.masks"]
+def reached_from(graph: dict[str, set[str]], modules: list[str]) -> set[str]:
+    """`modules` and every module they import, followed to the end."""
+    reached, frontier = set(), list(modules)
     while frontier:
         module = frontier.pop()
         if module not in reached:
             reached.add(module)
-            frontier += graph[module]
-    assert "keras_attention.distribute.replicas" in reached
+            frontier += graph.get(module, ())
+    return reached
+
+
+def test_the_layers_load_no_backend_package_even_transitively():
+    """What `keras_attention.layers` imports, followed to the end, loads only keras, numpy
+    and the standard library when it is imported."""
+    graph, modules = package_graph(), package_modules()
+    reached = reached_from(graph, ["keras_attention.layers", "keras_attention.masks"])
+    assert "keras_attention.layers.multi_head_attention" in reached
     assert "keras_attention.training" not in reached
     for module in sorted(reached):
         tops = {name.split(".")[0] for name in module_level_imports(modules[module].read_text())}
         assert tops <= ALLOWED_TOP_LEVEL, f"{module} imports {tops - ALLOWED_TOP_LEVEL}"
+
+
+def test_the_layers_and_models_reach_no_module_of_distribute():
+    """The layers and the Transformer are plain Keras: what a strategy needs is applied by
+    `distribute/` to the model a run trains, never built into them (issue 36)."""
+    graph = package_graph()
+    for start in ("keras_attention.layers", "keras_attention.models.transformer"):
+        reached = reached_from(graph, [start])
+        assert "keras_attention.layers.transformer_encoder" in reached  # the graph is followed
+        assert sorted(m for m in reached if m.startswith("keras_attention.distribute")) == []
+
+
+def test_reaching_distribute_is_caught():
+    graph = {"keras_attention.layers": {"keras_attention.layers.a"},
+             "keras_attention.layers.a": {"keras_attention.distribute.replicas"},
+             "keras_attention.distribute.replicas": set()}  # fmt: skip
+    assert "keras_attention.distribute.replicas" in reached_from(graph, ["keras_attention.layers"])

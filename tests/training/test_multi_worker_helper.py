@@ -49,13 +49,38 @@ def test_the_model_keeps_its_class_config_and_saved_file(tmp_path: Path):
     np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
 
 
+class MixedInRegression(MultiWorkerFitMixin, keras.Model):
+    """A user's own subclassed model with the fix built in."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = keras.layers.Dense(1)
+
+    def call(self, inputs):
+        return self.dense(inputs)
+
+
 def test_a_model_with_the_mixin_is_returned_untouched():
+    model = MixedInRegression()
+    assert enable_multi_worker_fit(model) is model
+    assert "_make_function" not in vars(model)
+
+
+def test_a_second_call_changes_nothing():
+    model = enable_multi_worker_fit(dense_model())
+    patched = vars(model)["_make_function"]
+    assert enable_multi_worker_fit(model) is model
+    assert vars(model)["_make_function"] is patched
+
+
+def test_the_transformer_is_patched_like_any_model():
     model = Transformer(
         20, num_encoder_layers=1, num_decoder_layers=1, d_model=8, num_heads=2, intermediate_dim=16
     )
-    assert isinstance(model, MultiWorkerFitMixin)
+    assert not isinstance(model, MultiWorkerFitMixin)
     assert enable_multi_worker_fit(model) is model
-    assert "_make_function" not in vars(model)
+    assert "_make_function" in vars(model) and "_maybe_symbolic_build" in vars(model)
+    assert type(model) is Transformer
 
 
 def test_only_keras_models_are_accepted():
