@@ -1,4 +1,5 @@
-"""Training by steps (issue 14): the batches of each round, the same whenever asked for."""
+"""Training by steps (issue 14, `data/rounds.py`): the batches of each round, the same
+whenever asked for."""
 
 import tensorflow as tf
 
@@ -28,26 +29,3 @@ def test_a_stream_round_is_the_start_of_its_own_stream():
     rounds = stream_rounds(lambda r: tf.data.Dataset.range(r * 10, r * 10 + 2), steps=5)
     assert list(rounds(3).as_numpy_iterator()) == [30, 31, 30, 31, 30]  # a short pass repeats
     assert int(rounds(3).cardinality()) == 5
-
-
-def test_step_settings_are_checked_and_make_the_rounds():
-    import pytest
-
-    from keras_attention.runs.config import TrainConfig
-
-    config = TrainConfig(train_steps=12, save_every_steps=4).resolved()
-    config.validate()
-    assert config.epochs == 3  # rounds
-    assert TrainConfig(train_steps=12).resolved().save_every_steps == 12  # one round
-    cases = [
-        (dict(train_steps=12, save_every_steps=5), "train_steps must be a multiple"),
-        (dict(train_steps=12, save_every_steps=4, accumulate_steps=3), "whole updates"),
-        (dict(save_every_steps=4), "save_every_steps needs train_steps"),
-        (dict(stream=True), "it trains by steps, give train_steps"),
-        (dict(dataset="shards", data_dir=".", epochs=2), "it trains by steps"),
-        (dict(train_steps=0), "train_steps"),
-        (dict(keep_checkpoints=2, average=[3]), "keep_checkpoints=2 is fewer than the 3"),
-    ]
-    for settings, message in cases:
-        with pytest.raises(ValueError, match=message):
-            TrainConfig(**settings).resolved().validate()
