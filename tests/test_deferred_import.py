@@ -172,6 +172,11 @@ def test_export_help_gives_the_exporters_default_chunk_size():
     assert f"(default {DEFAULT_CHUNK_SIZE})" in " ".join(printed.split())
 
 
+def test_train_help_gives_the_configs_default_output_folder():
+    _, printed, _ = probe("train", "--help")
+    assert f"(default: {TrainConfig().output_dir})" in " ".join(printed.split())
+
+
 def test_the_train_tools_names_are_the_librarys(monkeypatch: pytest.MonkeyPatch):
     """`tools/train.py` offers the library's names without importing it."""
     monkeypatch.delenv(QUIET_VARIABLE, raising=False)  # which parsing sets
