@@ -13,15 +13,12 @@ missing or corrupt checkpoint or config.json), with exit status 2.
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py),
-# and TensorFlow loaded once the arguments parse (keras_attention/__init__.py).
-os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
-if "keras_attention" not in sys.modules:
-    os.environ["KERAS_ATTENTION_DEFER_IMPORT"] = "1"
+from keras_attention_cli.arguments import ArgumentParser
+from keras_attention_cli.errors import UserError, fail, run_tool, user_errors
+from keras_attention_cli.files import check_output_file
 
 OUTPUT_SUFFIXES = (".keras", ".weights.h5")
 DEFAULT_LAST = 5
@@ -36,7 +33,6 @@ def check_output(output: str, run_dir: str) -> None:
         UserError: naming `--output` and what is wrong.
         OutputGuardError: naming `--output` and the run file it would replace.
     """
-    from keras_attention.cli import UserError, check_output_file
     from keras_attention.runs import output_guard
 
     if not output.endswith(OUTPUT_SUFFIXES):
@@ -85,8 +81,6 @@ def save_atomically(model, output: str) -> None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The checked arguments (`--last` 5 when neither it nor `--epochs`); argument errors exit
     with one line, `error: ...`."""
-    from keras_attention.cli import ArgumentParser
-
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_dir", help="a folder written by tools/train.py")
     which = parser.add_mutually_exclusive_group()
@@ -115,8 +109,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from keras_attention.cli import fail, user_errors
-
     args = parse_args(argv)
     config = os.path.join(args.run_dir, "config.json")
     if not os.path.isfile(config):
@@ -137,6 +129,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from keras_attention.cli import run_tool
-
     run_tool(main)

@@ -63,19 +63,25 @@ the CPU cores per GPU that the paper's throughput needs. See
 tools/benchmarks/stream_throughput.py.
 """
 
+# ruff: noqa: E402 (the benchmarks are imported after set_quiet_import, below)
+
 import argparse
 import dataclasses
 import functools
 import json
 import logging
-import os
 import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py).
-os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
+from keras_attention_cli.arguments import VERBOSE_HELP, set_quiet_import
+from keras_attention_cli.errors import run_tool
+
+# The benchmarks' options default to their configurations, whose modules import the library:
+# unlike the other tools, this one imports it before parsing (quietly unless --verbose), so
+# the imports below come after this call.
+set_quiet_import("--verbose" in sys.argv)
 
 from benchmarks.code_comparison import (
     BENCHMARKS,
@@ -113,7 +119,6 @@ from benchmarks.train_throughput import (
     run_train_benchmark,
 )
 
-from keras_attention.cli import VERBOSE_HELP
 from keras_attention.core.atomic_files import json_text
 from keras_attention.models.presets import PRESETS
 
@@ -446,6 +451,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from keras_attention.cli import run_tool
-
     run_tool(main)

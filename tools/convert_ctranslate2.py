@@ -14,20 +14,15 @@ folder that may not be written), with exit status 2.
 
 import argparse
 import os
-import sys
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py),
-# and TensorFlow loaded once the arguments parse (keras_attention/__init__.py).
-os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
-if "keras_attention" not in sys.modules:
-    os.environ["KERAS_ATTENTION_DEFER_IMPORT"] = "1"
+from keras_attention_cli.arguments import ArgumentParser
+from keras_attention_cli.errors import run_tool, user_errors
+from keras_attention_cli.files import check_output_dir
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The checked arguments; errors in them or in the output folder exit with one line,
     `error: ...`, before any work."""
-    from keras_attention.cli import ArgumentParser, check_output_dir, user_errors
-
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_dir", help="a folder written by tools/train.py")
     parser.add_argument("--output-dir", required=True, help="the CTranslate2 model folder")
@@ -59,8 +54,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from keras_attention.cli import user_errors
-
     args = parse_args(argv)
     # Imported once the arguments are checked, so that their errors come first.
     from keras_attention.runs import load_run
@@ -76,6 +69,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from keras_attention.cli import run_tool
-
     run_tool(main)

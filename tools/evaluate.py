@@ -19,15 +19,16 @@ work; errors are one line, `error: ...`, naming the argument or file, with exit 
 import argparse
 import contextlib
 import json
-import os
-import sys
 from pathlib import Path
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py),
-# and TensorFlow loaded once the arguments parse (keras_attention/__init__.py).
-os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
-if "keras_attention" not in sys.modules:
-    os.environ["KERAS_ATTENTION_DEFER_IMPORT"] = "1"
+from keras_attention_cli.arguments import (
+    ArgumentParser,
+    add_search_arguments,
+    int_at_least,
+    resolve_model_argument,
+)
+from keras_attention_cli.errors import run_tool, user_errors
+from keras_attention_cli.files import check_output_file
 
 # What --run-dir alone decides; --saved-model has its own model and beam search.
 RUN_ONLY = ("model_file", "checkpoint", "beam_size", "alpha")
@@ -83,16 +84,6 @@ def load_scored_model(args: argparse.Namespace):
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The checked arguments; argument errors and an unwritable --hypotheses path exit with
     one line, `error: ...`, before any work."""
-    from keras_attention.cli import (
-        ArgumentParser,
-        add_search_arguments,
-        check_output_file,
-        int_at_least,
-        resolve_model_argument,
-        user_errors,
-    )
-    from keras_attention.runs import output_guard
-
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-dir", help="a folder written by tools/train.py")
@@ -124,6 +115,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.preset_dir is not None and given:
         parser.error(f"{', '.join(given)}: only with a run folder; {args.preset_dir} is a preset")
     if args.hypotheses is not None:
+        from keras_attention.runs import output_guard
+
         with user_errors():
             check_output_file(args.hypotheses, "--hypotheses")
             output_guard.check_output_file(args.hypotheses, "--hypotheses", read_files(args))
@@ -169,8 +162,6 @@ def write_hypotheses(path: str, hypotheses: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from keras_attention.cli import user_errors
-
     args = parse_args(argv)
     # Imported once the arguments are checked, so that their errors come first.
     from keras_attention.data.datasets import load_corpus
@@ -204,6 +195,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from keras_attention.cli import run_tool
-
     run_tool(main)

@@ -19,13 +19,11 @@ not exist yet (or be empty). Its metadata.json keeps the beam width and length p
 
 import argparse
 import os
-import sys
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py),
-# and TensorFlow loaded once the arguments parse (keras_attention/__init__.py).
-os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
-if "keras_attention" not in sys.modules:
-    os.environ["KERAS_ATTENTION_DEFER_IMPORT"] = "1"
+from keras_attention_cli.arguments import ArgumentParser, int_at_least, non_negative_float
+from keras_attention_cli.errors import UserError, run_tool, user_errors
+from keras_attention_cli.files import check_output_dir, read_input_lines
+
 # Warm-up requests: the first sentence alone, then this many together (per signature).
 WARMUP_LINES = 8
 
@@ -33,17 +31,6 @@ WARMUP_LINES = 8
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The checked arguments (`export_dir` filled in); argument errors and an export folder
     that cannot be written exit with one line, `error: ...`, before any work."""
-    from keras_attention.cli import (
-        ArgumentParser,
-        UserError,
-        check_output_dir,
-        int_at_least,
-        non_negative_float,
-        read_input_lines,
-        user_errors,
-    )
-    from keras_attention.runs import output_guard
-
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_dir", help="a folder written by tools/train.py")
     parser.add_argument("--model-file", default="model.keras", help="e.g. averaged.keras")
@@ -84,9 +71,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.preset_dir is not None:
         check_preset_arguments(parser, args)
         return args
-    if args.chunk_size is None:
-        from keras_attention.serving.translator import DEFAULT_CHUNK_SIZE
+    # Imported once the arguments parse: the package loads Keras and TensorFlow.
+    from keras_attention.runs import output_guard
+    from keras_attention.serving.translator import DEFAULT_CHUNK_SIZE
 
+    if args.chunk_size is None:
         args.chunk_size = DEFAULT_CHUNK_SIZE
     args.export_dir = args.export_dir or os.path.join(args.run_dir, "export")
     target = os.path.join(args.export_dir, str(args.version))
@@ -110,7 +99,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def check_preset_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuses the SavedModel's options beside --preset-dir, and a --preset-dir that exists
     (not empty) or whose folder cannot be written, with one line, `error: ...`."""
-    from keras_attention.cli import check_output_dir, user_errors
     from keras_attention.models.preset_folder import check_new_preset_dir
     from keras_attention.runs.output_guard import check_output_folder
 
@@ -135,7 +123,6 @@ def read_files(args: argparse.Namespace) -> list[str]:
 
 def save_preset(args: argparse.Namespace) -> None:
     """Writes the run as a preset folder (`save_run_as_preset`) and prints its path."""
-    from keras_attention.cli import user_errors
     from keras_attention.runs.preset_export import save_run_as_preset
 
     with user_errors():  # a missing or corrupt config.json, model or tokenizer; a full disk
@@ -147,8 +134,6 @@ def save_preset(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from keras_attention.cli import user_errors
-
     args = parse_args(argv)
     if args.preset_dir is not None:
         save_preset(args)
@@ -183,6 +168,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from keras_attention.cli import run_tool
-
     run_tool(main)

@@ -10,20 +10,14 @@ process on these CPUs. Errors are one line, `error: ...`, with exit status 2.
 """
 
 import os
-import sys
 import time
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py),
-# and TensorFlow loaded once the arguments parse (keras_attention/__init__.py).
-os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
-if "keras_attention" not in sys.modules:
-    os.environ["KERAS_ATTENTION_DEFER_IMPORT"] = "1"
+from keras_attention_cli.arguments import ArgumentParser, int_at_least
+from keras_attention_cli.errors import run_tool, user_errors
+from keras_attention_cli.files import check_output_dir
 
 
 def main(argv: list[str] | None = None) -> None:
-    from keras_attention.cli import ArgumentParser, check_output_dir, int_at_least, user_errors
-    from keras_attention.runs.output_guard import check_output_folder
-
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int_at_least(1), required=True, help="pairs in all")
     parser.add_argument("--shards", type=int_at_least(1), default=16, help="shard pairs")
@@ -37,6 +31,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.pairs < args.shards:
         parser.error(f"--pairs {args.pairs} is fewer than --shards {args.shards}")
+    # Imported once the arguments parse: the package loads Keras and TensorFlow.
+    from keras_attention.runs.output_guard import check_output_folder
+
     with user_errors():
         check_output_dir(args.output_dir, "--output-dir")
         check_output_folder(args.output_dir, "--output-dir")  # no run's files
@@ -62,6 +59,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from keras_attention.cli import run_tool
-
     run_tool(main)

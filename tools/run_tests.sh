@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The slowest tests are listed (--durations) so that the suite's time can be kept in check.
 KERAS_BACKEND=tensorflow python -m pytest -q -n 2 --dist loadfile --durations=20 tests "$@"
-# The docstring examples of the package, as doctests (set-up: conftest.py).
-KERAS_BACKEND=tensorflow python -m pytest -q --doctest-modules keras_attention "$@"
+# The docstring examples of the package and of the tools' own, as doctests (set-up: conftest.py).
+KERAS_BACKEND=tensorflow python -m pytest -q --doctest-modules keras_attention keras_attention_cli "$@"
 AGNOSTIC=(tests/core tests/layers tests/decoding tests/test_masks.py tests/models/test_transformer.py
   tests/models/test_deferred_collection.py tests/training/test_memorize.py)
 KERAS_BACKEND=torch python -m pytest -q -n 2 "${AGNOSTIC[@]}" "$@"

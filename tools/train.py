@@ -34,38 +34,34 @@ import argparse
 import dataclasses
 import json
 import logging
-import os
 import re
 import sys
 import time
 from typing import TYPE_CHECKING
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py),
-# and TensorFlow loaded once the arguments parse (keras_attention/__init__.py).
-os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
-if "keras_attention" not in sys.modules:
-    os.environ["KERAS_ATTENTION_DEFER_IMPORT"] = "1"
-
-from keras_attention.cli import (
+from keras_attention_cli.arguments import (
     ArgumentParser,
-    check_output_dir,
-    fail,
     fraction,
     int_at_least,
     non_negative_float,
-    user_errors,
 )
-from keras_attention.core.file_checks import CorruptFileError
-from keras_attention.data.datasets import DATASETS
-from keras_attention.models.presets import PRESETS
-from keras_attention.runs.config import TrainConfig
-from keras_attention.runs.recipes import RECIPE_NAMES
+from keras_attention_cli.errors import fail, run_tool, user_errors
+from keras_attention_cli.files import check_output_dir
 
 if TYPE_CHECKING:
+    from keras_attention.runs.config import TrainConfig
     from keras_attention.runs.train import TrainResult
     from keras_attention.training.divergence import TrainingDivergedError
 
-DEFAULTS = TrainConfig()
+# The names the library knows, written here so that the arguments parse before the library
+# loads; tests/system/test_deferred_import.py checks that they are the library's.
+RECIPE_NAMES = ("closed-vocabulary", "small", "medium", "large")  # runs.recipes.RECIPE_NAMES
+PRESET_NAMES = ("base", "big", "small", "tiny")  # models.presets.PRESETS
+DATASET_NAMES = ("generated", "multi30k", "shards")  # data.datasets.DATASETS
+MIXED_PRECISION_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")  # runs.config's
+# The `TrainConfig` fields whose options default to `None`, "not given": the config's own
+# default then applies.
+CONFIG_DEFAULTS = ("output_dir", "max_length", "label_smoothing", "seed", "connect_timeout")
 # The option of each `TrainConfig` field whose name differs from `--<field-name>`.
 OPTIONS = {"model_overrides": "--override", "jit_compile": "--jit"}
 CORPUS_FIELDS = ("train", "valid", "test")
@@ -80,6 +76,8 @@ def name_options(message: str) -> str:
     """`message` with the `TrainConfig` fields it names written as their options, e.g.
     `epochs must be ...; got epochs=0` as `--epochs must be ...; got --epochs=0`."""
     # Not the corpus fields: "train", "valid" and "test" are ordinary words too.
+    from keras_attention.runs.config import TrainConfig
+
     fields = [f.name for f in dataclasses.fields(TrainConfig) if f.name not in CORPUS_FIELDS]
     names = "|".join(sorted(fields, key=len)[::-1])
     # Not a part of a file path or of a longer word.
@@ -117,7 +115,7 @@ def _rounds_between_validations(parser: ArgumentParser, args: argparse.Namespace
     return args.validate_every_steps // round_steps
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
+def parse_args(argv: list[str] | None = None) -> tuple["TrainConfig", bool, bool]:
     """The command line as a `TrainConfig`, whether to export and evaluate after training,
     and whether to overwrite another run in the output folder."""
     positive = int_at_least(1)
@@ -155,20 +153,22 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
     )
     parser.add_argument(
         "--preset",
-        choices=sorted(PRESETS),
+        choices=PRESET_NAMES,
         default=None,
         help="model size (default: the recipe's)",
     )
     parser.add_argument(
         "--dataset",
-        choices=DATASETS,
+        choices=DATASET_NAMES,
         default=None,
         help="a corpus known by name instead of --train (default without --train: generated)",
     )
     parser.add_argument(
         "--data-dir", default=None, help="the named corpus's folder (Multi30k: downloaded if unset)"
     )
-    parser.add_argument("--output-dir", default=DEFAULTS.output_dir)
+    parser.add_argument(
+        "--output-dir", default=None, help="the run folder (default: runs/translator)"
+    )
     parser.add_argument(
         "--overwrite",
         action="store_true",
@@ -187,7 +187,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
     parser.add_argument(
         "--max-length",
         type=int_at_least(2),
-        default=DEFAULTS.max_length,
+        default=None,
         help="longest sequence kept, in subword tokens",
     )
     parser.add_argument(
@@ -210,9 +210,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         help="the learning rate falls linearly to zero over the last this many epochs "
         "(default: the recipe's)",
     )
-    parser.add_argument(
-        "--label-smoothing", type=non_negative_float, default=DEFAULTS.label_smoothing
-    )
+    parser.add_argument("--label-smoothing", type=non_negative_float, default=None)
     parser.add_argument(
         "--devices",
         nargs="*",
@@ -222,19 +220,19 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
     parser.add_argument(
         "--jit",
         action=argparse.BooleanOptionalAction,
-        default=DEFAULTS.jit_compile,
+        default=None,
         help="compile the train step with XLA (default: on with a GPU, off on CPU)",
     )
     parser.add_argument(
         "--mixed-precision",
-        choices=["float32", "mixed_float16", "mixed_bfloat16"],
+        choices=MIXED_PRECISION_POLICIES,
         default=None,
         help="dtype policy of training; the weights stay float32 (default: the recipe's)",
     )
     parser.add_argument(
         "--lowercase",
         action=argparse.BooleanOptionalAction,
-        default=DEFAULTS.lowercase,
+        default=None,
         help="train on lowercased text; a recaser learned from the training targets gives "
         "the translations their capitals back (default: the recipe's, on for multi30k)",
     )
@@ -254,11 +252,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         metavar="NAME=JSON",
         help="model argument replacing the preset's, e.g. --override dropout=0.1",
     )
-    parser.add_argument("--seed", type=int_at_least(0), default=DEFAULTS.seed)
+    parser.add_argument("--seed", type=int_at_least(0), default=None)
     parser.add_argument(
         "--connect-timeout",
         type=float,
-        default=DEFAULTS.connect_timeout,
+        default=None,
         help="seconds the workers of a TF_CONFIG cluster wait for each other to join",
     )
     parser.add_argument(
@@ -339,8 +337,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
     if args.validate_every_steps is not None:
         args.validation_bleu_every = _rounds_between_validations(parser, args)
     overrides = dict(parse_override(item) for item in args.override)
+    # Imported once the arguments parse: the package loads Keras and TensorFlow.
+    from keras_attention.runs.config import TrainConfig
+
+    given = {name: getattr(args, name) for name in CONFIG_DEFAULTS}
     config = TrainConfig(
-        output_dir=args.output_dir,
+        **{name: value for name, value in given.items() if value is not None},
         dataset=args.dataset,
         data_dir=args.data_dir,
         train=args.train,
@@ -356,18 +358,14 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         vocabulary_size=args.vocabulary_size,
         epochs=args.epochs,
         max_tokens=args.max_tokens,
-        max_length=args.max_length,
         warmup_steps=args.warmup_steps,
         learning_rate_scale=args.learning_rate_scale,
         cooldown_epochs=args.cooldown_epochs,
-        label_smoothing=args.label_smoothing,
         devices=args.devices,
         jit_compile=args.jit,
         mixed_precision=args.mixed_precision,
         lowercase=args.lowercase,
         subword_sampling=args.subword_sampling,
-        seed=args.seed,
-        connect_timeout=args.connect_timeout,
         validation_bleu_every=args.validation_bleu_every,
         validation_bleu_sentences=args.validation_bleu_sentences,
         average=args.average,
@@ -382,7 +380,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
     return config, args.export, args.overwrite
 
 
-def divergence_message(error: "TrainingDivergedError", config: TrainConfig) -> str:
+def divergence_message(error: "TrainingDivergedError", config: "TrainConfig") -> str:
     """The one-line error of a run whose training diverged, with the options to change."""
     return (
         f"{error.summary}: {error.reason}. Nothing of the diverged steps was saved: the run "
@@ -402,7 +400,7 @@ def main(argv: list[str] | None = None) -> None:
         from keras_attention.runs.output_guard import check_run_output
 
         check_run_output(config)  # none of its inputs, no other run's files
-    # Imported once the arguments parse: they load TensorFlow.
+    from keras_attention.core.file_checks import CorruptFileError
     from keras_attention.runs.prepare import prepare_run
     from keras_attention.runs.train import train_prepared
     from keras_attention.training.divergence import TrainingDivergedError
@@ -463,6 +461,4 @@ def report(result: "TrainResult", export: bool) -> None:
 
 
 if __name__ == "__main__":
-    from keras_attention.cli import run_tool
-
     run_tool(main, "the run folder resumes with the same command")

@@ -14,24 +14,19 @@ Errors are one line, `error: ...`, naming the argument or file (and line), with 
 
 import argparse
 import os
-import sys
 
-# TensorFlow's start-up lines only with --verbose (keras_attention/core/quiet_import.py),
-# and TensorFlow loaded once the arguments parse (keras_attention/__init__.py).
-os.environ.setdefault("KERAS_ATTENTION_QUIET", "0" if "--verbose" in sys.argv else "1")
-if "keras_attention" not in sys.modules:
-    os.environ["KERAS_ATTENTION_DEFER_IMPORT"] = "1"
+from keras_attention_cli.arguments import (
+    ArgumentParser,
+    add_search_arguments,
+    int_at_least,
+    resolve_model_argument,
+)
+from keras_attention_cli.errors import run_tool, user_errors
+from keras_attention_cli.files import read_input_lines
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The checked arguments; argument errors exit with one line, `error: ...`."""
-    from keras_attention.cli import (
-        ArgumentParser,
-        add_search_arguments,
-        int_at_least,
-        resolve_model_argument,
-    )
-
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-dir", help="a folder written by tools/train.py (model.keras)")
@@ -60,7 +55,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def check_stdout(args: argparse.Namespace) -> None:
     """Refuses, with one line, a standard output redirected into an input file or the
     model's file (`translate.py in.txt > in.txt`), which the shell has emptied already."""
-    from keras_attention.cli import user_errors
     from keras_attention.runs.output_guard import check_standard_output
 
     inputs = [name for name in args.files if name != "-"]
@@ -71,8 +65,6 @@ def check_stdout(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from keras_attention.cli import read_input_lines, user_errors
-
     args = parse_args(argv)
     with user_errors():
         lines = read_input_lines(args.files or ["-"])
@@ -91,6 +83,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from keras_attention.cli import run_tool
-
     run_tool(main, "it writes no file")

@@ -8,7 +8,8 @@
 - `file_checks`: reading files back checked (`CorruptFileError` naming a damaged one, JSON
   fields against type annotations, file digests);
 - `quiet_import`: importing Keras without TensorFlow's start-up lines (for the tools);
-- `lazy_names`: a package's names imported on first use (PEP 562).
+- `lazy_names`: a package's names imported on first use (PEP 562), the package's one lazy
+  import: `data/`, `runs/` and `distribute/` use it.
 
 These modules import only the standard library, numpy and keras, and this `__init__` imports
 none of them, so that `quiet_import` runs before Keras is loaded.

@@ -3,10 +3,12 @@
 TensorFlow's C++ code writes its start-up lines (oneDNN, CUDA probes, CPU features) to the
 process's stderr while it is imported, before its logging is set up, so
 `TF_CPP_MIN_LOG_LEVEL` does not silence them. The command-line tools set
-`KERAS_ATTENTION_QUIET=1` (unless given `--verbose`) before importing the package, which then
-imports Keras with file descriptor 2 pointed at `/dev/null`; errors raised by the import still
-reach stderr, with their traceback, once it is restored. Library users who do not set the
-variable see the usual output. This module needs only the standard library.
+`KERAS_ATTENTION_QUIET=1` (unless given `--verbose`) once their arguments parse
+(`keras_attention_cli.arguments.ArgumentParser`, the one place that sets it), before they
+import the package, which then imports Keras with file descriptor 2 pointed at `/dev/null`;
+errors raised by the import still reach stderr, with their traceback, once it is restored.
+It is an output setting: the package imports the same modules either way. Library users who
+do not set the variable see the usual output. This module needs only the standard library.
 """
 
 import os

@@ -1,6 +1,8 @@
 """Corpora, the subword tokenizer and `tf.data` pipelines (TensorFlow-specific).
 
-Its names load on first use (`core.lazy_names`).
+Its names load on first use (`core.lazy_names`), so that the modules that need only the
+standard library (`corpus_files`, `text_files`, `generated_corpus`) load without TensorFlow
+and tensorflow-text, which its other modules import.
 """
 
 from keras_attention.core.lazy_names import lazy_names

@@ -1,14 +1,13 @@
 """Models composed from `keras_attention.layers`.
 
-Its names load on first use (`core.lazy_names`).
+Its names are imported with it: `import keras_attention` imports the package anyway (the
+`Transformer` registers with Keras), and none of its modules loads TensorFlow under another
+backend.
 """
 
-from keras_attention.core.lazy_names import lazy_names
+from keras_attention.models.dtype_copy import copy_with_dtype
+from keras_attention.models.preset_folder import save_to_preset
+from keras_attention.models.presets import PRESETS, preset_config
+from keras_attention.models.transformer import Transformer
 
-__getattr__, __dir__, __all__ = lazy_names(
-    __name__,
-    dtype_copy=["copy_with_dtype"],
-    preset_folder=["save_to_preset"],
-    presets=["PRESETS", "preset_config"],
-    transformer=["Transformer"],
-)
+__all__ = ["PRESETS", "Transformer", "copy_with_dtype", "preset_config", "save_to_preset"]

@@ -14,7 +14,9 @@
 
 `tools/train.py` is the command-line face of `train_translator` and `export_and_evaluate`.
 
-Its names load on first use (`core.lazy_names`).
+Its names load on first use (`core.lazy_names`): `runs.config` or `runs.output_guard` alone
+load in 0.02 s once the package is imported, the whole of `runs` in 2.4 s more
+(sacreBLEU, matplotlib, the export).
 """
 
 from keras_attention.core.lazy_names import lazy_names

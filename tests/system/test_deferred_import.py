@@ -1,10 +1,16 @@
-"""The tools load TensorFlow only once their arguments parse (`KERAS_ATTENTION_DEFER_IMPORT`),
-and the package's names load on first use (`keras_attention.core.lazy_names`).
+"""The tools parse their arguments before they import the library, by structure: their
+module-level imports are the standard library and `keras_attention_cli`, which loads nothing
+of `keras_attention`; `import keras_attention` does the same whatever the environment; the
+subpackages' names load on first use (`keras_attention.core.lazy_names`).
 
-Each check runs in a fresh interpreter, since this one has Keras loaded already.
+Each check of a tool or of an import runs in a fresh interpreter, since this one has Keras
+loaded already.
 """
 
+import ast
+import dataclasses
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -12,10 +18,17 @@ from pathlib import Path
 
 import pytest
 
+from keras_attention.core import quiet_import
+from keras_attention.data.datasets import DATASETS
+from keras_attention.models.presets import PRESETS
+from keras_attention.runs.config import MIXED_PRECISION_POLICIES, TrainConfig
+from keras_attention.runs.recipes import RECIPE_NAMES
 from keras_attention.serving.translator import DEFAULT_CHUNK_SIZE
+from keras_attention_cli.arguments import QUIET_VARIABLE, ArgumentParser
 from tests.tools.test_tools import ROOT, TENSORFLOW_ENV
+from tools import train
 
-# The tools that parse their arguments with `keras_attention.cli.ArgumentParser`.
+# The tools that parse their arguments with `keras_attention_cli.arguments.ArgumentParser`.
 TOOLS = [
     "average_checkpoints",
     "convert_ctranslate2",
@@ -25,9 +38,10 @@ TOOLS = [
     "train",
     "translate",
 ]
+HEAVY = ("keras", "tensorflow", "keras_attention")
 # Runs a tool's file as `__main__` with `sys.argv[1:]`, then prints, as the last line of
 # stdout, its exit status and which of the heavy packages were loaded by then.
-PROBE = textwrap.dedent("""
+PROBE = textwrap.dedent(f"""
     import json, runpy, sys
     tool, *sys.argv[1:] = sys.argv[1:]
     sys.argv[0] = tool
@@ -36,9 +50,11 @@ PROBE = textwrap.dedent("""
         status = 0
     except SystemExit as exit:
         status = exit.code
-    heavy = [name for name in ("keras", "tensorflow") if name in sys.modules]
-    print(json.dumps({"status": status, "loaded": heavy}))
+    heavy = [name for name in {HEAVY!r} if name in sys.modules]
+    print(json.dumps({{"status": status, "loaded": heavy}}))
 """)
+CLI_ROOT = ROOT / "keras_attention_cli"
+ALLOWED_BEFORE_PARSING = set(sys.stdlib_module_names) | {"keras_attention_cli"}
 
 
 def probe(tool: str, *args: str) -> tuple[dict, str, str]:
@@ -62,6 +78,68 @@ def run_python(code: str, env: dict[str, str] | None = None) -> str:
     return done.stdout
 
 
+def top_level_imports(source: str) -> list[str]:
+    """The top-level packages that a module's own statements import when it loads: those
+    outside functions and `if TYPE_CHECKING:` blocks (and `if __name__ == "__main__":`)."""
+    names = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Import):
+            names += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module.split(".")[0])
+    return names
+
+
+def imports_before_parsing(source: str) -> list[str]:
+    """The top-level imports of a tool that are neither the standard library nor
+    `keras_attention_cli`: what would load before its arguments parse."""
+    return [name for name in top_level_imports(source) if name not in ALLOWED_BEFORE_PARSING]
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_a_tool_imports_only_the_stdlib_and_the_cli_package_when_it_loads(tool: str):
+    assert imports_before_parsing((ROOT / "tools" / f"{tool}.py").read_text()) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["import keras", "from keras_attention.runs.config import TrainConfig",
+     "import tensorflow as tf", "from keras_attention import cli"],
+)  # fmt: skip
+def test_the_import_check_catches_the_library_before_parsing(source: str):
+    assert imports_before_parsing(source)
+
+
+def test_the_import_check_leaves_imports_in_functions_and_type_checking_blocks():
+    source = textwrap.dedent("""
+        import os
+        from typing import TYPE_CHECKING
+        from keras_attention_cli.errors import fail
+        if TYPE_CHECKING:
+            from keras_attention.runs.config import TrainConfig
+        def main():
+            import keras_attention
+    """)
+    assert imports_before_parsing(source) == []
+
+
+@pytest.mark.parametrize("module", sorted(CLI_ROOT.glob("*.py")), ids=lambda path: path.name)
+def test_the_cli_package_imports_only_the_stdlib_and_itself(module: Path):
+    assert set(top_level_imports(module.read_text())) <= ALLOWED_BEFORE_PARSING
+
+
+def test_importing_the_cli_package_loads_nothing_of_the_library():
+    stdout = run_python(
+        f"""
+        import json, sys
+        import keras_attention_cli.arguments, keras_attention_cli.errors
+        import keras_attention_cli.files
+        print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))
+        """
+    )
+    assert json.loads(stdout) == []
+
+
 @pytest.mark.parametrize("tool", TOOLS)
 def test_help_comes_before_tensorflow_loads(tool: str):
     report, printed, _ = probe(tool, "--help")
@@ -79,10 +157,10 @@ def test_an_unknown_option_fails_before_tensorflow_loads(tool: str):
 
 
 def test_arguments_that_parse_load_keras_quietly():
-    """Past the arguments, the tool finds Keras loaded, without TensorFlow's start-up lines:
+    """Past the arguments, the tool imports the library, without TensorFlow's start-up lines:
     a missing run folder is the one line of stderr."""
     report, printed, stderr = probe("translate", "--run-dir", str(ROOT / "no-such-run"))
-    assert report == {"status": 2, "loaded": ["keras", "tensorflow"]}
+    assert report == {"status": 2, "loaded": list(HEAVY)}
     assert printed == ""
     assert stderr.splitlines() == [
         f"error: no model at {ROOT / 'no-such-run' / 'model.keras'}; train one with tools/train.py"
@@ -94,37 +172,70 @@ def test_export_help_gives_the_exporters_default_chunk_size():
     assert f"(default {DEFAULT_CHUNK_SIZE})" in " ".join(printed.split())
 
 
-def test_a_deferred_package_loads_on_parsing_and_registers_its_classes():
-    stdout = run_python(
-        """
-        import json, os, sys
-        import keras_attention
-        from keras_attention.cli import ArgumentParser
-        before = [name for name in ("keras", "tensorflow") if name in sys.modules]
-        left = os.environ.get("KERAS_ATTENTION_DEFER_IMPORT")
-        ArgumentParser().parse_args([])
-        import keras
-        registered = keras.saving.get_registered_object("keras_attention>Transformer")
-        print(json.dumps({"before": before, "left": left,
-                          "registered": registered is keras_attention.Transformer,
-                          "layers": "MultiHeadAttention" in keras_attention.__all__}))
-        """,
-        env={"KERAS_ATTENTION_DEFER_IMPORT": "1"},
-    )
-    assert json.loads(stdout) == {"before": [], "left": None, "registered": True, "layers": True}
+def test_train_help_gives_the_configs_default_output_folder():
+    _, printed, _ = probe("train", "--help")
+    assert f"(default: {TrainConfig().output_dir})" in " ".join(printed.split())
 
 
-def test_a_deferred_package_loads_on_its_first_name():
-    stdout = run_python(
-        """
-        import sys
-        import keras_attention
-        print("keras" in sys.modules, keras_attention.PositionalEmbedding.__name__,
-              "keras" in sys.modules)
-        """,
-        env={"KERAS_ATTENTION_DEFER_IMPORT": "1"},
-    )
-    assert stdout.split() == ["False", "PositionalEmbedding", "True"]
+def test_the_train_tools_names_are_the_librarys(monkeypatch: pytest.MonkeyPatch):
+    """`tools/train.py` offers the library's names without importing it."""
+    monkeypatch.delenv(QUIET_VARIABLE, raising=False)  # which parsing sets
+    assert train.RECIPE_NAMES == RECIPE_NAMES
+    assert tuple(sorted(PRESETS)) == train.PRESET_NAMES
+    assert train.DATASET_NAMES == DATASETS
+    assert train.MIXED_PRECISION_POLICIES == MIXED_PRECISION_POLICIES
+    defaults = {field.name: field.default for field in dataclasses.fields(TrainConfig)}
+    # An option left out takes the config's default, which no option can give as None.
+    assert all(defaults[name] is not None for name in train.CONFIG_DEFAULTS)
+    config, _, _ = train.parse_args([])
+    assert config == TrainConfig(model_overrides={})
+    config, _, _ = train.parse_args(["--seed", "3", "--max-length", "32"])
+    assert (config.seed, config.max_length, config.output_dir) == (3, 32, "runs/translator")
+
+
+@pytest.mark.parametrize(
+    ("environment", "argv", "expected"),
+    [({}, [], "1"), ({}, ["--verbose"], "0"), ({QUIET_VARIABLE: "0"}, [], "0"),
+     ({QUIET_VARIABLE: "1"}, ["--verbose"], "0")],
+)  # fmt: skip
+def test_parsing_sets_the_quiet_import_unless_verbose(
+    monkeypatch: pytest.MonkeyPatch, environment: dict, argv: list[str], expected: str
+):
+    monkeypatch.delenv(QUIET_VARIABLE, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    ArgumentParser().parse_args(argv)
+    assert os.environ[QUIET_VARIABLE] == expected
+    assert QUIET_VARIABLE == quiet_import.QUIET_VARIABLE  # the variable the library reads
+
+
+# What `import keras_attention` did: its modules, Keras's, its registered classes and names.
+IMPORT_REPORT = """
+    import json, os, sys
+    import keras_attention
+    import keras
+    registered = sorted(name for name in keras.saving.get_custom_objects()
+                        if name.startswith("keras_attention>"))
+    print(json.dumps({
+        "modules": sorted(name for name in sys.modules if name.startswith("keras_attention")),
+        "keras": "keras" in sys.modules, "registered": registered,
+        "all": sorted(keras_attention.__all__),
+        "left": os.environ.get("KERAS_ATTENTION_DEFER_IMPORT"),
+    }))
+"""
+
+
+def test_importing_the_package_does_the_same_in_any_environment():
+    """The variable that once deferred the import, or the quiet import, change nothing of
+    what the package imports and registers (and the package leaves the environment alone)."""
+    environments = [{}, {"KERAS_ATTENTION_DEFER_IMPORT": "1"}, {QUIET_VARIABLE: "1"}]
+    reports = [json.loads(run_python(IMPORT_REPORT, env)) for env in environments]
+    plain = reports[0]
+    assert plain["keras"] and "keras_attention>Transformer" in plain["registered"]
+    assert "keras_attention>MultiHeadAttention" in plain["registered"]
+    assert "Transformer" in plain["all"] and "MultiHeadAttention" in plain["all"]
+    assert reports[1] == {**plain, "left": "1"}
+    assert reports[2] == plain
 
 
 def test_importing_the_package_registers_its_classes_for_load_model():

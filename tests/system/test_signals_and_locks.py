@@ -1,5 +1,5 @@
 """One run per folder at a time (`keras_attention.runs.run_lock`), and the tools under closed
-pipes and signals (`keras_attention.cli.run_tool`), each tool run as a program.
+pipes and signals (`keras_attention_cli.errors.run_tool`), each tool run as a program.
 
 One tiny run is trained for the module while a second `tools/train.py` on its folder is
 refused; `tools/translate.py` then reads it. Another tiny run is stopped by SIGINT, SIGTERM
@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import pytest
 
-from keras_attention.cli import EXIT_BROKEN_PIPE
 from keras_attention.runs.run_lock import LOCK_FILE
+from keras_attention_cli.errors import EXIT_BROKEN_PIPE
 from tests.run_helpers import kill_when, logged_epochs
 from tests.tools.test_tools import TENSORFLOW_ENV
 from tests.tools.test_train import ROOT, train_command

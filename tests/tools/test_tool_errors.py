@@ -15,17 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from keras_attention.cli import (
-    ArgumentParser,
-    UserError,
-    check_output_dir,
-    check_output_file,
-    int_at_least,
-    non_negative_float,
-    read_input_lines,
-)
 from keras_attention.runs.files import build_run_model
 from keras_attention.runs.translate_function import load_translate_function
+from keras_attention_cli.arguments import ArgumentParser, int_at_least, non_negative_float
+from keras_attention_cli.errors import UserError
+from keras_attention_cli.files import check_output_dir, check_output_file, read_input_lines
 from tests.run_helpers import NATIVE_LOG_LINE, main_error
 from tests.runs.test_files import TinyRun, make_tiny_run
 from tests.tools.test_tools import ROOT, TENSORFLOW_ENV
