@@ -292,7 +292,7 @@ class MultiHeadAttention(keras.layers.Layer):
             return self._call_grouped(
                 query_group_size, query, value, key, query_mask, value_mask, key_mask,
                 attention_mask, return_attention_scores, training, use_causal_mask, cache,
-                cache_update_index,
+                cache_update_index, append_to_cache,
             )  # fmt: skip
         _check_ranks(query.shape, value.shape, None if key is None else key.shape)
         self._check_cache(cache, cache_update_index, append_to_cache)
@@ -367,16 +367,18 @@ class MultiHeadAttention(keras.layers.Layer):
         use_causal_mask: bool,
         cache,
         cache_update_index,
+        append_to_cache: bool,
     ):
         """`call` with `group_size` consecutive query rows per row of keys and values: each
         group's rows attend as one row of `group_size * query_len` queries (a sentence's
         hypotheses over its encoder output), then are split back into their rows."""
         check_positive_int("query_group_size", group_size)
-        if use_causal_mask or cache_update_index is not None:
+        if use_causal_mask or cache_update_index is not None or append_to_cache:
             raise ValueError(
                 "query_group_size is for attention over shared keys and values (cross-"
                 f"attention); got query_group_size={group_size} with use_causal_mask="
-                f"{use_causal_mask}, cache_update_index={cache_update_index}"
+                f"{use_causal_mask}, cache_update_index={cache_update_index}, "
+                f"append_to_cache={append_to_cache}"
             )
         rows = query.shape[0]
         if rows is not None and rows % group_size:

@@ -555,6 +555,7 @@ def test_query_groups_share_their_row_of_keys_and_values(with_cache: bool):
     ("kwargs", "message"),
     [
         ({"use_causal_mask": True}, "use_causal_mask=True"),
+        ({"append_to_cache": True}, "append_to_cache=True"),
         ({"query_group_size": 4}, "multiple of query_group_size=4 rows"),
         ({"query_group_size": 0}, "query_group_size=0"),
     ],
