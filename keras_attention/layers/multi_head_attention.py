@@ -78,6 +78,13 @@ class MultiHeadAttention(keras.layers.Layer):
             step costs in proportion to its position rather than to the longest output
             (the searches grow caches this way on TensorFlow and PyTorch; JAX, which
             needs static shapes in a loop, writes into a fixed buffer).
+        query_group_size: how many consecutive rows of `query` share one row of `value`,
+            `key`, their masks and a projected `cache` (default 1: a row each). A beam
+            search's hypotheses share their sentence's encoder output this way: `query` has
+            `batch * query_group_size` rows, attended as one row of queries per sentence,
+            instead of a copy of the keys and values per hypothesis. `query_mask` and
+            `attention_mask` have `query`'s rows. Not with `use_causal_mask` or
+            `cache_update_index` (self-attention).
 
     Returns:
         The output `(batch, query_len, output_dim)`; then, in this order and only when asked,
@@ -279,7 +286,14 @@ class MultiHeadAttention(keras.layers.Layer):
         cache=None,
         cache_update_index=None,
         append_to_cache: bool = False,
+        query_group_size: int = 1,
     ):
+        if query_group_size != 1:
+            return self._call_grouped(
+                query_group_size, query, value, key, query_mask, value_mask, key_mask,
+                attention_mask, return_attention_scores, training, use_causal_mask, cache,
+                cache_update_index, append_to_cache,
+            )  # fmt: skip
         _check_ranks(query.shape, value.shape, None if key is None else key.shape)
         self._check_cache(cache, cache_update_index, append_to_cache)
         key = value if key is None else key
@@ -337,6 +351,69 @@ class MultiHeadAttention(keras.layers.Layer):
                 attended = attended * any_key
         output = _merge_heads(self.output_dense, attended)  # (B, Tq, D)
         return (output, scores) if return_attention_scores else output
+
+    def _call_grouped(
+        self,
+        group_size: int,
+        query,
+        value,
+        key,
+        query_mask,
+        value_mask,
+        key_mask,
+        attention_mask,
+        return_attention_scores: bool,
+        training,
+        use_causal_mask: bool,
+        cache,
+        cache_update_index,
+        append_to_cache: bool,
+    ):
+        """`call` with `group_size` consecutive query rows per row of keys and values: each
+        group's rows attend as one row of `group_size * query_len` queries (a sentence's
+        hypotheses over its encoder output), then are split back into their rows."""
+        check_positive_int("query_group_size", group_size)
+        if use_causal_mask or cache_update_index is not None or append_to_cache:
+            raise ValueError(
+                "query_group_size is for attention over shared keys and values (cross-"
+                f"attention); got query_group_size={group_size} with use_causal_mask="
+                f"{use_causal_mask}, cache_update_index={cache_update_index}, "
+                f"append_to_cache={append_to_cache}"
+            )
+        rows = query.shape[0]
+        if rows is not None and rows % group_size:
+            raise ValueError(
+                f"query must have a multiple of query_group_size={group_size} rows; got "
+                f"query.shape={tuple(query.shape)}"
+            )
+        shape = ops.shape(query)
+        groups, length = shape[0] // group_size, shape[1]
+
+        def grouped(x):  # (B * G, T, ...) -> (B, G * T, ...)
+            if x is None:
+                return None
+            return ops.reshape(x, (groups, group_size * length, *ops.shape(x)[2:]))
+
+        result = self.call(
+            grouped(query),
+            value,
+            key,
+            query_mask=grouped(query_mask),
+            value_mask=value_mask,
+            key_mask=key_mask,
+            attention_mask=grouped(attention_mask),
+            return_attention_scores=return_attention_scores,
+            training=training,
+            cache=cache,
+        )
+        output, scores = result if return_attention_scores else (result, None)
+        output = ops.reshape(output, (shape[0], length, ops.shape(output)[-1]))  # (B * G, T, D)
+        if not return_attention_scores:
+            return output
+        _, heads, _, key_length = ops.shape(scores)  # (B, N, G * T, S)
+        scores = ops.reshape(scores, (groups, heads, group_size, length, key_length))
+        scores = ops.transpose(scores, (0, 2, 1, 3, 4))  # (B, G, N, T, S)
+        return output, ops.reshape(scores, (shape[0], heads, length, key_length))
 
     def _call_with_cache(
         self,

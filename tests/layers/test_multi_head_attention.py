@@ -511,3 +511,57 @@ def test_large_logits_do_not_overflow_in_float16(return_scores: bool):
     want, _ = _reference_mha(exact, query, value)
     assert np.all(np.isfinite(output))
     np.testing.assert_allclose(output, want, atol=0.02 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("with_cache", [False, True], ids=["value", "projected_cache"])
+def test_query_groups_share_their_row_of_keys_and_values(with_cache: bool):
+    """`query_group_size=3`: rows 3b..3b+2 of the query attend over row b of the value (its
+    mask, its projected cache), as if the value were repeated per query row (float64)."""
+    group, query_len, key_len = 3, 2, 5
+    rows = group * BATCH
+    query = _random((rows, query_len, D_MODEL), seed=1)
+    value = _random((BATCH, key_len, D_MODEL), seed=2)
+    layer = _built_layer(query[:BATCH], value)
+    value_mask = np.arange(key_len)[None, :] < np.array([[key_len], [3]])  # (B, Tk)
+    query_mask = np.random.default_rng(3).random((rows, query_len)) < 0.8
+    explicit = np.random.default_rng(4).random((rows, query_len, key_len)) < 0.7
+    output, scores = _call(
+        layer,
+        query,
+        value,
+        query_mask=query_mask,
+        value_mask=value_mask,
+        attention_mask=explicit,
+        cache=layer.compute_key_value_cache(value) if with_cache else None,
+        query_group_size=group,
+        return_attention_scores=True,
+    )
+    mask = reference.attention_mask(
+        rows,
+        query_len,
+        key_len,
+        query_padding=query_mask,
+        key_padding=np.repeat(value_mask, group, axis=0),
+        explicit=explicit,
+    )
+    expected, expected_scores = _reference_mha(
+        layer, query, np.repeat(value, group, axis=0), mask=mask
+    )
+    np.testing.assert_allclose(output, expected, **TOLERANCE)
+    np.testing.assert_allclose(scores, expected_scores, **TOLERANCE)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"use_causal_mask": True}, "use_causal_mask=True"),
+        ({"append_to_cache": True}, "append_to_cache=True"),
+        ({"query_group_size": 4}, "multiple of query_group_size=4 rows"),
+        ({"query_group_size": 0}, "query_group_size=0"),
+    ],
+)
+def test_query_groups_are_for_shared_keys_only(kwargs: dict, message: str):
+    query, value = _random((6, 2, D_MODEL), seed=1), _random((BATCH, 5, D_MODEL), seed=2)
+    layer = _built_layer(query[:BATCH], value)
+    with pytest.raises(ValueError, match=message):
+        layer(query, value, **{"query_group_size": 3, **kwargs})
