@@ -10,11 +10,12 @@ from keras_attention import masks
 from keras_attention.core.checks import check_positive_int
 from keras_attention.distribute.multi_worker import MultiWorkerFitMixin
 from keras_attention.layers import PositionalEmbedding, TransformerDecoder, TransformerEncoder
+from keras_attention.layers.quantized_sublayers import QuantizedSublayersMixin
 from keras_attention.models.deferred_collection import deferred_garbage_collection
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class Transformer(MultiWorkerFitMixin, keras.Model):
+class Transformer(QuantizedSublayersMixin, MultiWorkerFitMixin, keras.Model):
     """The Transformer of "Attention Is All You Need", Section 3 (Figure 1).
 
     Token ids in, next-token logits out: `call((source_ids, target_in_ids))`. Id 0 is padding
@@ -307,6 +308,12 @@ class Transformer(MultiWorkerFitMixin, keras.Model):
         the `tiny` preset quantizes in about a second instead of over 30."""
         with deferred_garbage_collection():
             super().quantize(mode=mode, config=config, **kwargs)
+
+    def build_from_config(self, config):
+        """Builds the model of a `.keras` file, its quantized layers quantized again
+        (`layers.quantized_sublayers`), with one garbage collection as in `quantize`."""
+        with deferred_garbage_collection():
+            super().build_from_config(config)
 
     def get_config(self):
         return {

@@ -27,10 +27,21 @@ def _built_layer(
     return layer
 
 
-def _dense(layer: keras.layers.EinsumDense, x: np.ndarray, equation: str) -> np.ndarray:
-    """An `EinsumDense` projection recomputed in float64 from the layer's weights."""
-    out = np.einsum(equation, reference.to_float64(x), reference.as_float64(layer.kernel))
-    return out if layer.bias is None else out + reference.as_float64(layer.bias)
+def _dense(layer: keras.layers.Dense, x: np.ndarray, equation: str) -> np.ndarray:
+    """A projection recomputed in float64 from the layer's weights, per head: the `Dense`
+    kernel `(d, heads * head_dim)` read as `(d, heads, head_dim)` for `btd,dnh->btnh`, and
+    `(heads * head_dim, d)` as `(heads, head_dim, d)` for `bqnh,nhd->bqd`."""
+    kernel = reference.as_float64(layer.kernel)
+    rows, columns = kernel.shape
+    splits_input = equation.startswith("btd,")
+    if splits_input:
+        kernel = kernel.reshape(rows, HEADS, columns // HEADS)
+    else:
+        kernel = kernel.reshape(HEADS, rows // HEADS, columns)
+    out = np.einsum(equation, reference.to_float64(x), kernel)
+    if layer.bias is None:
+        return out
+    return out + reference.as_float64(layer.bias).reshape(out.shape[2:])
 
 
 def _reference_mask(
@@ -130,7 +141,7 @@ CASES = {
     "cross_attention": ({}, (3, D_MODEL), (6, 12, None), ()),
     "cross_attention_key": ({}, (3, D_MODEL), (6, 12, 10), ()),
     "dim_overrides": (
-        {"key_dim": 3, "value_dim": 5, "output_dim": 7},
+        {"key_dim": 3, "value_dim": 5, "output_shape": 7},
         (4, D_MODEL),
         (6, 12, None),
         (),
@@ -480,7 +491,7 @@ def test_cache_update_index_needs_a_cache():
 
 def test_symbolic_outputs():
     query, value = keras.Input((3, D_MODEL)), keras.Input((5, 12))
-    layer = MultiHeadAttention(num_heads=HEADS, output_dim=7)
+    layer = MultiHeadAttention(num_heads=HEADS, output_shape=7)
     output, scores = layer(query, value, return_attention_scores=True)
     assert tuple(output.shape) == (None, 3, 7)
     assert tuple(scores.shape) == (None, HEADS, 3, 5)

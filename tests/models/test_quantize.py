@@ -53,7 +53,7 @@ def test_int8_logits_stay_close_to_float32(models):
 def test_the_int8_model_is_quantized_where_it_should_be(models):
     _, quantized = models
     modes = {layer.quantization_mode for layer in quantized._flatten_layers()
-             if isinstance(layer, keras.layers.EinsumDense)}  # fmt: skip
+             if isinstance(layer, keras.layers.Dense)}  # fmt: skip
     assert modes == {"int8"}
 
 

@@ -1,0 +1,80 @@
+"""A quantized model saved to `.keras` loads back quantized.
+
+`Model.quantize` changes the dtype policy of each quantized leaf layer (a `Dense` becomes
+`int8_from_float32`, with an int8 kernel and a scale). A layer that builds its sub-layers itself
+(the attention projections, the feed-forward network) builds them again from its own config
+when a `.keras` file is read, as float layers: the file then holds more weights per layer than
+the layer has, and loading fails ("Layer 'key' expected 2 variables, but received 3"). Here
+the build config (`get_build_config`, which Keras saves beside the config and hands back to
+`build_from_config` before the weights are read) also lists the quantized sub-layers' dtype
+policies by path; `build_from_config` builds, then quantizes those sub-layers, so that the
+weights read next fit them.
+"""
+
+import keras
+
+QUANTIZED_KEY = "quantized_sublayers"
+
+
+def quantized_policies(root: keras.layers.Layer) -> dict[str, dict]:
+    """The serialized dtype policy of every quantized sub-layer of `root`, by its path under
+    `root` (`"encoder/block_0/self_attention/query"`).
+
+    Example:
+
+    >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="out")])
+    >>> model.quantize("int8")
+    >>> keras.dtype_policies.deserialize(quantized_policies(model)["out"]).name
+    'int8_from_float32'
+    """
+    prefix = f"{root.path}/" if root.path else ""
+    policies = {}
+    for layer in root._flatten_layers(include_self=False):
+        if getattr(layer, "quantization_mode", None) is None or layer.path is None:
+            continue
+        path = layer.path[len(prefix) :] if layer.path.startswith(prefix) else layer.path
+        policies[path] = keras.dtype_policies.serialize(layer.dtype_policy)
+    return policies
+
+
+def quantize_sublayers(root: keras.layers.Layer, policies: dict[str, dict]) -> None:
+    """Gives the sub-layers of `root` named in `policies` (`quantized_policies`) their
+    quantized dtype policy, which quantizes them (the weights are then read from the file).
+
+    Raises:
+        ValueError: naming a path that is not a sub-layer of `root`.
+    """
+    prefix = f"{root.path}/" if root.path else ""
+    layers = {
+        layer.path[len(prefix) :]: layer
+        for layer in root._flatten_layers(include_self=False)
+        if layer.path is not None and layer.path.startswith(prefix)
+    }
+    for path, policy in policies.items():
+        layer = layers.get(path)
+        if layer is None:
+            raise ValueError(
+                f"{root.name} has no layer {path!r} to quantize (its saved build config "
+                f"lists it); its layers: {sorted(layers)[:5]}..."
+            )
+        if layer.quantization_mode is None:
+            layer.dtype_policy = keras.dtype_policies.deserialize(policy)
+
+
+class QuantizedSublayersMixin:
+    """Saves the quantized sub-layers' dtype policies in the build config and quantizes them
+    again in `build_from_config` (put it before the Keras class in the bases)."""
+
+    def get_build_config(self):
+        config = super().get_build_config()
+        policies = quantized_policies(self)
+        if config is None or not policies:
+            return config
+        return {**config, QUANTIZED_KEY: policies}
+
+    def build_from_config(self, config):
+        config = dict(config or {})
+        policies = config.pop(QUANTIZED_KEY, None)
+        super().build_from_config(config)
+        if policies:
+            quantize_sublayers(self, policies)
