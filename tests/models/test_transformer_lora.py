@@ -5,8 +5,8 @@ import keras
 import numpy as np
 
 from keras_attention.layers.legacy_weights import ProjectionDense
-from keras_attention.models import Transformer
 from tests.conftest import to_numpy
+from tests.scripts.tiny_transformer import tiny_transformer
 
 VOCABULARY, LENGTH = 24, 6
 
@@ -29,15 +29,7 @@ def compiled(model: keras.Model, learning_rate: float) -> keras.Model:
 
 def test_lora_fine_tunes_only_the_lora_weights_and_lowers_the_loss():
     keras.utils.set_random_seed(3)
-    model = Transformer(
-        vocabulary_size=VOCABULARY,
-        num_encoder_layers=1,
-        num_decoder_layers=1,
-        d_model=16,
-        num_heads=2,
-        intermediate_dim=32,
-        dropout=0.0,
-    )
+    model = tiny_transformer(VOCABULARY)
     inputs, outputs = task(reverse=False, seed=0)
     history = compiled(model, 1e-2).fit(inputs, outputs, batch_size=32, epochs=20, verbose=0)
     assert history.history["loss"][-1] < 0.5  # it copies (measured 0.17; ln 24 = 3.2)
