@@ -122,3 +122,31 @@ class ProjectionDense(keras.layers.Dense):
                 shapes.append(tuple(self.bias.shape))
             store = _ReshapingStore(store, shapes, self.path)
         super().load_own_variables(store)
+
+
+def reshape_optimizer_state_on_load(optimizer: keras.optimizers.Optimizer) -> None:
+    """Makes `optimizer` read its saved state (a `.keras` file of a compiled model: Adam's
+    moments, one per kernel, in the kernels' shapes) in the old projection layout too.
+
+    The optimizer's variables follow the model's, so a moment of an old 3-D kernel is read
+    as the new kernel's shape; no other variable changes shape.
+    """
+    load = optimizer.load_own_variables
+
+    def load_own_variables(store):
+        shapes = [tuple(variable.shape) for variable in optimizer.variables]
+        load(_ReshapingStore(store, shapes, optimizer.name))
+
+    optimizer.load_own_variables = load_own_variables
+
+
+class LegacyOptimizerStateMixin:
+    """A model whose `.keras` file's optimizer state may be in the old projection layout
+    (put it before `keras.Model` in the bases): `compile_from_config`, which Keras runs
+    before reading the optimizer's state, makes the optimizer reshape it."""
+
+    def compile_from_config(self, config):
+        super().compile_from_config(config)
+        optimizer = getattr(self, "optimizer", None)
+        if optimizer is not None:
+            reshape_optimizer_state_on_load(optimizer)

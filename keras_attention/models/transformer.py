@@ -10,12 +10,15 @@ from keras_attention import masks
 from keras_attention.core.checks import check_positive_int
 from keras_attention.distribute.multi_worker import MultiWorkerFitMixin
 from keras_attention.layers import PositionalEmbedding, TransformerDecoder, TransformerEncoder
+from keras_attention.layers.legacy_weights import LegacyOptimizerStateMixin
 from keras_attention.layers.quantized_sublayers import QuantizedSublayersMixin
 from keras_attention.models.deferred_collection import deferred_garbage_collection
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class Transformer(QuantizedSublayersMixin, MultiWorkerFitMixin, keras.Model):
+class Transformer(
+    LegacyOptimizerStateMixin, QuantizedSublayersMixin, MultiWorkerFitMixin, keras.Model
+):
     """The Transformer of "Attention Is All You Need", Section 3 (Figure 1).
 
     Token ids in, next-token logits out: `call((source_ids, target_in_ids))`. Id 0 is padding

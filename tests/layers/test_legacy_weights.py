@@ -54,6 +54,19 @@ def test_an_old_keras_file_loads_with_the_same_outputs(recorded, loader):
     np.testing.assert_allclose(logits(model, recorded), recorded["logits"], atol=1e-6)
 
 
+def test_an_old_compiled_keras_file_loads_with_its_optimizer_state():
+    """A run's `model.keras` holds Adam's moments in the old kernels' shapes too."""
+    model = load_model_file(OLD / "tiny_compiled.keras")
+    recorded = np.load(OLD / "tiny_outputs.npz")
+    expected = np.load(OLD / "tiny_compiled_outputs.npz")["logits"]
+    np.testing.assert_allclose(logits(model, recorded), expected, atol=1e-6)
+    assert int(to_numpy(model.optimizer.iterations)) == 1
+    kernel = model.encoder.blocks[0].self_attention.query_dense.kernel
+    moments = [v for v in model.optimizer.variables if tuple(v.shape) == (16, 16)]
+    assert moments and all(np.abs(to_numpy(v)).max() > 0 for v in moments)
+    assert tuple(kernel.shape) == (16, 16)
+
+
 def test_an_old_weights_file_passes_the_layout_check_and_loads(recorded):
     model = Transformer(**old_config())
     model.build()

@@ -34,6 +34,19 @@ def main() -> None:
     model.save(folder / "tiny.keras")
     model.save_weights(folder / "tiny.weights.h5")
     np.savez(folder / "tiny_outputs.npz", source=source, target=target, logits=logits)
+    compiled_model_file(folder, model, source, target)
+
+
+def compiled_model_file(folder: Path, model: Transformer, source, target) -> None:
+    """`tiny_compiled.keras`: the model after one Adam step (the optimizer's moments are
+    saved too, in the kernels' shapes, as in a run's `model.keras`), and its logits."""
+    model.compile(
+        optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    model.fit((source, target), target, epochs=1, verbose=0)
+    logits = keras.ops.convert_to_numpy(model((source, target), training=False))
+    model.save(folder / "tiny_compiled.keras")
+    np.savez(folder / "tiny_compiled_outputs.npz", logits=logits)
 
 
 if __name__ == "__main__":
