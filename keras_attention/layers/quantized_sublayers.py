@@ -17,14 +17,15 @@ QUANTIZED_KEY = "quantized_sublayers"
 
 
 def quantized_policies(root: keras.layers.Layer) -> dict[str, dict]:
-    """The serialized dtype policy of every quantized sub-layer of `root`, by its path under
-    `root` (`"encoder/block_0/self_attention/query"`).
+    """How every quantized sub-layer of `root` was quantized, by its path under `root`
+    (`"encoder/block_0/self_attention/query"`): its serialized dtype policy and
+    `quantization_config` (`None` for the mode's defaults).
 
     Example:
 
     >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="out")])
     >>> model.quantize("int8")
-    >>> keras.dtype_policies.deserialize(quantized_policies(model)["out"]).name
+    >>> keras.dtype_policies.deserialize(quantized_policies(model)["out"]["dtype_policy"]).name
     'int8_from_float32'
     """
     prefix = f"{root.path}/" if root.path else ""
@@ -33,13 +34,17 @@ def quantized_policies(root: keras.layers.Layer) -> dict[str, dict]:
         if getattr(layer, "quantization_mode", None) is None or layer.path is None:
             continue
         path = layer.path[len(prefix) :] if layer.path.startswith(prefix) else layer.path
-        policies[path] = keras.dtype_policies.serialize(layer.dtype_policy)
+        config = getattr(layer, "quantization_config", None)
+        policies[path] = {
+            "dtype_policy": keras.dtype_policies.serialize(layer.dtype_policy),
+            "quantization_config": keras.saving.serialize_keras_object(config),
+        }
     return policies
 
 
 def quantize_sublayers(root: keras.layers.Layer, policies: dict[str, dict]) -> None:
-    """Gives the sub-layers of `root` named in `policies` (`quantized_policies`) their
-    quantized dtype policy, which quantizes them (the weights are then read from the file).
+    """Quantizes the sub-layers of `root` named in `policies` (`quantized_policies`) as they
+    were (the weights are then read from the file).
 
     Raises:
         ValueError: naming a path that is not a sub-layer of `root`.
@@ -50,7 +55,7 @@ def quantize_sublayers(root: keras.layers.Layer, policies: dict[str, dict]) -> N
         for layer in root._flatten_layers(include_self=False)
         if layer.path is not None and layer.path.startswith(prefix)
     }
-    for path, policy in policies.items():
+    for path, saved in policies.items():
         layer = layers.get(path)
         if layer is None:
             raise ValueError(
@@ -58,7 +63,9 @@ def quantize_sublayers(root: keras.layers.Layer, policies: dict[str, dict]) -> N
                 f"lists it); its layers: {sorted(layers)[:5]}..."
             )
         if layer.quantization_mode is None:
-            layer.dtype_policy = keras.dtype_policies.deserialize(policy)
+            policy = keras.dtype_policies.deserialize(saved["dtype_policy"])
+            config = keras.saving.deserialize_keras_object(saved["quantization_config"])
+            layer.quantize(policy.quantization_mode, type_check=False, config=config)
 
 
 class QuantizedSublayersMixin:

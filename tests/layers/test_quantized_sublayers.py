@@ -38,4 +38,19 @@ def test_the_build_config_lists_the_quantized_projections():
     policies = layer.get_build_config()[QUANTIZED_KEY]
     assert sorted(policies) == ["attention_output", "key", "query", "value"]
     assert policies == quantized_policies(layer)
-    assert keras.dtype_policies.deserialize(policies["key"]).name == "int8_from_float32"
+    key = policies["key"]
+    assert keras.dtype_policies.deserialize(key["dtype_policy"]).name == "int8_from_float32"
+    assert key["quantization_config"]["class_name"] == "Int8QuantizationConfig"
+
+
+def test_a_weight_only_int8_layer_reloads_weight_only(tmp_path):
+    keras.utils.set_random_seed(3)
+    model = functional_attention()
+    config = keras.quantizers.Int8QuantizationConfig(activation_quantizer=None)
+    model.quantize("int8", config=config)
+    x = np.random.default_rng(4).standard_normal((3, 5, 16)).astype("float32")
+    expected = to_numpy(model(x))
+    model.save(tmp_path / "attention.keras")
+    loaded = keras.models.load_model(tmp_path / "attention.keras")
+    assert loaded.get_layer("attention").value_dense.inputs_quantizer is None
+    np.testing.assert_allclose(to_numpy(loaded(x)), expected, atol=1e-6)
