@@ -123,8 +123,36 @@ def test_a_quantized_transformer_saves_and_loads_with_the_same_outputs(mode: str
     loaded = keras.models.load_model(tmp_path / "quantized.keras")
     projection = loaded.encoder.blocks[0].self_attention.key_dense
     assert projection.quantization_mode == mode
+    if mode == "int8":  # weight-only, as it was quantized
+        assert projection.inputs_quantizer is None
     assert loaded.decoder.blocks[0].feed_forward.inner_dense.quantization_mode == mode
     np.testing.assert_allclose(to_numpy(loaded((source, target), training=False)), expected)
     tokens = beam_search(loaded, source, beam_size=2, alpha=0.6, extra_length=4)[0]
     expected_tokens = beam_search(model, source, beam_size=2, alpha=0.6, extra_length=4)[0]
     np.testing.assert_array_equal(to_numpy(tokens), to_numpy(expected_tokens))
+
+
+def test_int8_is_weight_only_unless_asked_and_keras_int8_warns():
+    keras.utils.set_random_seed(2)
+    weight_only = Transformer.from_preset("tiny", vocabulary_size=VOCABULARY, num_encoder_layers=1)
+    weight_only.build()
+    dynamic = Transformer.from_preset("tiny", vocabulary_size=VOCABULARY, num_encoder_layers=1)
+    dynamic.build()
+    dynamic.set_weights(weight_only.get_weights())
+    source, target = random_ids((4, 12), 7), random_ids((4, 9), 8)
+    expected = to_numpy(weight_only((source, target), training=False))
+    weight_only.quantize("int8")
+    with pytest.warns(UserWarning, match=r"weight_only=False.*27\.1 against 50\.2"):
+        dynamic.quantize("int8", weight_only=False)
+    denses = {
+        name: [layer for layer in model._flatten_layers() if isinstance(layer, keras.layers.Dense)]
+        for name, model in (("weight_only", weight_only), ("dynamic", dynamic))
+    }
+    assert all(dense.inputs_quantizer is None for dense in denses["weight_only"])
+    assert all(dense.inputs_quantizer is not None for dense in denses["dynamic"])
+    # Float activations: closer to float32 than Keras' int8, which also rounds the inputs.
+    errors = {
+        name: np.abs(to_numpy(model((source, target), training=False)) - expected).max()
+        for name, model in (("weight_only", weight_only), ("dynamic", dynamic))
+    }
+    assert errors["weight_only"] < errors["dynamic"], errors
