@@ -19,8 +19,10 @@ from keras_attention.models.deferred_collection import deferred_garbage_collecti
 # (`Transformer.quantize`'s docstring gives the run).
 DYNAMIC_INT8_WARNING = (
     "int8 with quantized activations (weight_only=False) decodes at about half float32's "
-    "speed on CPU in TensorFlow (trained Multi30k model, beam 4: 27.1 against 50.2 "
-    "sentences/s; weight-only int8 55.6); quantize with weight_only=True for speed"
+    "speed on CPU in TensorFlow (trained Multi30k model, beam 4: 48.0 against 109.5 "
+    "sentences/s; weight-only int8 100.4, float32's speed within noise); int8 does not make "
+    "decoding faster here: quantize with weight_only=True for smaller kernels at float32's "
+    "speed, or use the CTranslate2 converter's int8 for speed"
 )
 
 
@@ -320,11 +322,15 @@ class Transformer(
         the `tiny` preset quantizes in about a second instead of over 30.
 
         int8 is weight-only unless `weight_only=False`: int8 kernels with per-channel scales,
-        multiplied with float activations (`weight_only_int8`). It decodes at least as fast as
-        float32 on CPU, at the same BLEU, where Keras' int8, which also quantizes the input of
-        each matmul, decoded at about half float32's speed (the trained Multi30k model
-        `runs/de1`, 200 test2016 sentences, beam 4, 2 busy cores: float32 50.2, weight-only
-        int8 55.6, Keras' int8 27.1 sentences/s; BLEU 41.16, 41.26, 41.03).
+        multiplied with float activations (`weight_only_int8`). It decodes at float32's speed
+        on CPU (within the noise of a shared machine), at the same BLEU, with kernels a
+        quarter of the size; Keras' int8, which also quantizes the input of each matmul,
+        decodes at about half float32's speed. int8 does not make decoding faster than
+        float32 in TensorFlow; CTranslate2's int8 does (`serving.ctranslate2_converter`).
+        Measured on the trained Multi30k model `runs/de1` (float32 copy), 200 test2016
+        sentences, beam 4, 8 alternating rounds on 2 shared cores: float32 median 109.5
+        sentences/s (best 125.4), weight-only int8 100.4 (best 135.3), Keras' int8 48.0;
+        BLEU 41.16, 41.26, 41.03.
 
         Args:
             mode: `"int8"`, `"int4"`, `"float8"` (see `keras.Model.quantize`).
