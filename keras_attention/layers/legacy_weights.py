@@ -131,6 +131,8 @@ def reshape_optimizer_state_on_load(optimizer: keras.optimizers.Optimizer) -> No
     The optimizer's variables follow the model's, so a moment of an old 3-D kernel is read
     as the new kernel's shape; no other variable changes shape.
     """
+    if getattr(optimizer, "_reads_legacy_state", False):
+        return
     load = optimizer.load_own_variables
 
     def load_own_variables(store):
@@ -138,12 +140,20 @@ def reshape_optimizer_state_on_load(optimizer: keras.optimizers.Optimizer) -> No
         load(_ReshapingStore(store, shapes, optimizer.name))
 
     optimizer.load_own_variables = load_own_variables
+    optimizer._reads_legacy_state = True
 
 
 class LegacyOptimizerStateMixin:
-    """A model whose `.keras` file's optimizer state may be in the old projection layout
-    (put it before `keras.Model` in the bases): `compile_from_config`, which Keras runs
-    before reading the optimizer's state, makes the optimizer reshape it."""
+    """A model whose saved optimizer state may be in the old projection layout (put it
+    before `keras.Model` in the bases): `compile_from_config`, which Keras runs before
+    reading a `.keras` file's optimizer state, and `load_weights` (a checkpoint loaded into
+    a compiled model, e.g. on resuming) make the optimizer reshape it."""
+
+    def load_weights(self, filepath, *args, **kwargs):
+        optimizer = getattr(self, "optimizer", None)
+        if optimizer is not None:
+            reshape_optimizer_state_on_load(optimizer)
+        return super().load_weights(filepath, *args, **kwargs)
 
     def compile_from_config(self, config):
         super().compile_from_config(config)

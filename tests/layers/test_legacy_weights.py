@@ -67,6 +67,21 @@ def test_an_old_compiled_keras_file_loads_with_its_optimizer_state():
     assert tuple(kernel.shape) == (16, 16)
 
 
+def test_an_old_checkpoint_with_optimizer_state_loads_into_a_compiled_model():
+    """As when a run resumes from an epoch checkpoint written by the old code."""
+    model = Transformer(**old_config())
+    model.build()
+    model.compile(optimizer="adam", loss="mse")
+    model.optimizer.build(model.trainable_variables)
+    model.load_weights(OLD / "tiny_compiled.weights.h5")
+    assert int(to_numpy(model.optimizer.iterations)) == 1
+    moments = [v for v in model.optimizer.variables if tuple(v.shape) == (16, 16)]
+    assert moments and all(np.abs(to_numpy(v)).max() > 0 for v in moments)
+    expected = np.load(OLD / "tiny_compiled_outputs.npz")["logits"]
+    got = logits(model, np.load(OLD / "tiny_outputs.npz"))
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
 def test_an_old_weights_file_passes_the_layout_check_and_loads(recorded):
     model = Transformer(**old_config())
     model.build()

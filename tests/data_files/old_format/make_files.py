@@ -46,6 +46,7 @@ def compiled_model_file(folder: Path, model: Transformer, source, target) -> Non
     model.fit((source, target), target, epochs=1, verbose=0)
     logits = keras.ops.convert_to_numpy(model((source, target), training=False))
     model.save(folder / "tiny_compiled.keras")
+    model.save_weights(folder / "tiny_compiled.weights.h5")  # with the optimizer's state
     np.savez(folder / "tiny_compiled_outputs.npz", logits=logits)
 
 
