@@ -45,7 +45,7 @@ def package_parts(root: Path = ROOT) -> tuple[set[str], set[str]]:
 
     A folder is a package of `keras_attention/` (`core`, `runs`, ...), `tools` or one of its
     packages (`tools/benchmarks`), or the whole-library folder; "" (`tests/` itself) holds the
-    tests of the top-level modules (`masks`, `evaluation`, `cli`), as `test_<module>.py`.
+    tests of the top-level modules (`masks`, `evaluation`), as `test_<module>.py`.
     """
     package = root / "keras_attention"
     folders = {WHOLE_LIBRARY_FOLDER, "tools"}
@@ -86,7 +86,7 @@ def test_every_test_file_sits_in_the_folder_of_a_package_part():
     assert "runs/test_files.py" in files and "system/test_repository.py" in files
     folders, top_modules = package_parts()
     assert {"core", "runs", "serving", "tools", "tools/benchmarks", "system"} <= folders
-    assert {"masks", "evaluation", "cli"} <= top_modules
+    assert {"masks", "evaluation"} <= top_modules
     assert misplaced_tests(files, folders, top_modules) == [], (
         "a test of keras_attention/X/ goes in tests/X/, of tools/ in tests/tools/, of a "
         "top-level module keras_attention/y.py in tests/test_y.py, of the whole library in "
