@@ -61,18 +61,22 @@ class BlockArguments(keras.layers.Layer):
         self.supports_masking = True
 
     def block_arguments(self) -> dict:
-        """The shared arguments, serialized (what a stack gives each of its blocks)."""
+        """The shared arguments as objects (what a stack gives each of its blocks).
+
+        Nothing is serialized here: Keras's serializer imports TensorFlow to check
+        for its types, and building a model on JAX or PyTorch must not.
+        """
         return {
             "num_heads": self.num_heads,
             "intermediate_dim": self.intermediate_dim,
             "dropout": self.dropout,
             "attention_dropout": self.attention_dropout,
             "activation_dropout": self.activation_dropout,
-            "activation": keras.activations.serialize(self.activation),
+            "activation": self.activation,
             "norm_first": self.norm_first,
             "layer_norm_epsilon": self.layer_norm_epsilon,
-            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            "kernel_initializer": self.kernel_initializer,
+            "bias_initializer": self.bias_initializer,
         }
 
     def compute_output_shape(self, *shapes, **named_shapes):
@@ -80,4 +84,10 @@ class BlockArguments(keras.layers.Layer):
         return tuple(first)
 
     def get_config(self):
-        return {**super().get_config(), **self.block_arguments()}
+        return {
+            **super().get_config(),
+            **self.block_arguments(),
+            "activation": keras.activations.serialize(self.activation),
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+        }
