@@ -34,10 +34,21 @@ def take_in_groups(tensor, indices, group_size: int, axis: int = 0):
     >>> ops.convert_to_numpy(rows)  # rows 1, 1 of group [0 1 2]; rows 0, 2 of group [3 4 5]
     array([1, 1, 3, 5], dtype=int32)
     """
+    return ops.take(tensor, flat_rows(indices, group_size), axis=axis)
+
+
+def flat_rows(indices, group_size: int):
+    """The flat row numbers `(B * K,)` of the rows `indices` `(B, K)` of each group of
+    `group_size` consecutive rows: `b * group_size + indices[b, k]`.
+
+    Example:
+
+    >>> ops.convert_to_numpy(flat_rows(ops.array([[1, 1], [0, 2]]), 3))
+    array([1, 1, 3, 5], dtype=int32)
+    """
     groups = ops.shape(indices)[0]
     offsets = ops.arange(groups, dtype="int32")[:, None] * group_size  # (B, 1)
-    flat = ops.reshape(ops.cast(indices, "int32") + offsets, (-1,))  # (B * K,)
-    return ops.take(tensor, flat, axis=axis)
+    return ops.reshape(ops.cast(indices, "int32") + offsets, (-1,))  # (B * K,)
 
 
 def take_along_rows(tensor, indices):

@@ -8,9 +8,9 @@ from keras_attention.core.checks import check_positive_float, check_positive_int
 class BlockArguments(keras.layers.Layer):
     """Base of the blocks and the stacks: their shared arguments, checked and serialized.
 
-    The blocks (`TransformerBlockBase`) and the stacks of blocks (`TransformerStackBase`)
-    take the same arguments; this base holds them, the layer normalisation both make, and
-    their output shape (that of the first input).
+    Only arguments: what a block or a stack computes is in its own file. The arguments are
+    keyword-only, so that `TransformerEncoderBlock(8, 4)` cannot mean `num_heads=8` here and
+    `intermediate_dim=8` to a keras-hub user (`keras_hub.layers.TransformerEncoder`'s order).
 
     Args:
         num_heads: number of attention heads.
@@ -28,6 +28,7 @@ class BlockArguments(keras.layers.Layer):
 
     def __init__(
         self,
+        *,
         num_heads: int,
         intermediate_dim: int,
         dropout: float = 0.1,
@@ -59,32 +60,34 @@ class BlockArguments(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.supports_masking = True
 
-    def _make_norm(self, name: str, shape) -> keras.layers.LayerNormalization:
-        """A built `LayerNormalization` named `name` for inputs of `shape`."""
-        norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
-        )
-        norm.build(shape)
-        return norm
+    def block_arguments(self) -> dict:
+        """The shared arguments as objects (what a stack gives each of its blocks).
+
+        Nothing is serialized here: Keras's serializer imports TensorFlow to check
+        for its types, and building a model on JAX or PyTorch must not.
+        """
+        return {
+            "num_heads": self.num_heads,
+            "intermediate_dim": self.intermediate_dim,
+            "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
+            "activation_dropout": self.activation_dropout,
+            "activation": self.activation,
+            "norm_first": self.norm_first,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "kernel_initializer": self.kernel_initializer,
+            "bias_initializer": self.bias_initializer,
+        }
 
     def compute_output_shape(self, *shapes, **named_shapes):
         first = shapes[0] if shapes else next(iter(named_shapes.values()))
         return tuple(first)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "num_heads": self.num_heads,
-                "intermediate_dim": self.intermediate_dim,
-                "dropout": self.dropout,
-                "attention_dropout": self.attention_dropout,
-                "activation_dropout": self.activation_dropout,
-                "activation": keras.activations.serialize(self.activation),
-                "norm_first": self.norm_first,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self.block_arguments(),
+            "activation": keras.activations.serialize(self.activation),
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+        }

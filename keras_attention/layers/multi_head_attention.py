@@ -2,7 +2,8 @@
 
 Our own rather than `keras.layers.MultiHeadAttention` or keras-hub's cached one: their
 `EinsumDense` projections have a per-example gradient on TensorFlow that a 2-D matmul avoids
-(training 1.57x keras-hub's on identical batches, `tools/benchmark.py train`).
+(training 1.57x keras-hub's on identical batches, `tools/benchmark.py train`). Ours are `Dense`
+layers on the flattened heads, called as layers.
 """
 
 import math
@@ -14,18 +15,24 @@ from keras_attention import masks
 from keras_attention.core.checks import check_positive_int, check_rate
 from keras_attention.core.sequence_buffer import write_positions
 from keras_attention.layers.initializers import clone_initializer
+from keras_attention.layers.legacy_weights import ProjectionDense
 from keras_attention.layers.output_spec import output_spec
+from keras_attention.layers.quantized_sublayers import QuantizedSublayersMixin
 from keras_attention.layers.scaled_dot_product_attention import scaled_dot_product_attention
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class MultiHeadAttention(keras.layers.Layer):
+class MultiHeadAttention(QuantizedSublayersMixin, keras.layers.Layer):
     """Multi-head attention, Section 3.2.2.
 
     `MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O` with
     `head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)`. All heads are computed at once: one
-    projection each for Q, K and V (an einsum into `(batch, length, heads, head_dim)`), one
-    batched attention, and one output projection. Without attention dropout, requested
+    projection each for Q, K and V (a `Dense` layer into `heads * head_dim` units, reshaped
+    to `(batch, length, heads, head_dim)`), one batched attention, and one output projection
+    (a `Dense` layer on the flattened heads). The projections are called as layers, so
+    Keras's machinery works on them: `enable_lora(rank)` on each (`query_dense`,
+    `key_dense`, `value_dense`, `output_dense`), `model.quantize(mode)` in every mode that
+    `Dense` offers, regularizers and constraints. Without attention dropout, requested
     scores or a float16 compute dtype it runs `keras.ops.dot_product_attention` (the
     backend's fused kernel where there is one); otherwise `scaled_dot_product_attention`,
     whose logits are computed in float32.
@@ -40,9 +47,17 @@ class MultiHeadAttention(keras.layers.Layer):
         value_dim: size of each head for value (`d_v`); defaults to `key_dim`.
         dropout: dropout rate on the attention weights.
         use_bias: whether the projections have biases.
-        output_dim: size of the output; defaults to the query's last dimension.
+        output_shape: size of the output (an int, or a 1-tuple as
+            `keras.layers.MultiHeadAttention` takes); defaults to the query's last dimension.
+            Old configs' `output_dim` is read as `output_shape`.
+        attention_axes: `None` or `(1,)`: attention over the sequence axis (the only one
+            this layer supports; accepted for `keras.layers.MultiHeadAttention`'s signature).
         kernel_initializer: initializer of the projection kernels.
         bias_initializer: initializer of the projection biases.
+        kernel_regularizer: regularizer of the projection kernels.
+        bias_regularizer: regularizer of the projection biases.
+        kernel_constraint: constraint on the projection kernels.
+        bias_constraint: constraint on the projection biases.
         seed: optional int seed for the dropout.
         **kwargs: standard `keras.layers.Layer` arguments.
 
@@ -78,9 +93,16 @@ class MultiHeadAttention(keras.layers.Layer):
             step costs in proportion to its position rather than to the longest output
             (the searches grow caches this way on TensorFlow and PyTorch; JAX, which
             needs static shapes in a loop, writes into a fixed buffer).
+        query_group_size: how many consecutive rows of `query` share one row of `value`,
+            `key`, their masks and a projected `cache` (default 1: a row each). A beam
+            search's hypotheses share their sentence's encoder output this way: `query` has
+            `batch * query_group_size` rows, attended as one row of queries per sentence,
+            instead of a copy of the keys and values per hypothesis. `query_mask` and
+            `attention_mask` have `query`'s rows. Not with `use_causal_mask` or
+            `cache_update_index` (self-attention).
 
     Returns:
-        The output `(batch, query_len, output_dim)`; then, in this order and only when asked,
+        The output `(batch, query_len, output_shape)`; then, in this order and only when asked,
         the updated cache and the attention weights: the order of every layer of the
         library (blocks, stacks), which agrees with `keras.layers.MultiHeadAttention`
         (output, scores) and keras-hub's cached attention (output, cache).
@@ -100,39 +122,68 @@ class MultiHeadAttention(keras.layers.Layer):
         value_dim: int | None = None,
         dropout: float = 0.0,
         use_bias: bool = True,
-        output_dim: int | None = None,
+        output_shape: int | None = None,
+        attention_axes=None,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        kernel_constraint=None,
+        bias_constraint=None,
         seed: int | None = None,
         **kwargs,
     ):
+        # `output_dim` was this argument's name before it took keras's; old configs use it.
+        legacy_output_dim = kwargs.pop("output_dim", None)
         super().__init__(**kwargs)
+        if legacy_output_dim is not None:
+            if output_shape is not None:
+                raise ValueError(
+                    "give output_shape only (output_dim is its old name); got "
+                    f"output_shape={output_shape}, output_dim={legacy_output_dim}"
+                )
+            output_shape = legacy_output_dim
+        output_shape = _output_size(output_shape)
         check_positive_int("num_heads", num_heads)
         check_positive_int("key_dim", key_dim, allow_none=True)
         check_positive_int("value_dim", value_dim, allow_none=True)
-        check_positive_int("output_dim", output_dim, allow_none=True)
+        check_positive_int("output_shape", output_shape, allow_none=True)
         check_rate("dropout", dropout)
+        if attention_axes is not None and tuple(_as_tuple(attention_axes)) not in ((1,), (-3,)):
+            raise ValueError(
+                "attention_axes: this layer attends over the sequence axis of "
+                "(batch, length, depth) inputs only (attention_axes=None or (1,)); got "
+                f"attention_axes={attention_axes}"
+            )
         self.num_heads = num_heads
         self.key_dim = key_dim
         self.value_dim = value_dim
         self.dropout = dropout
         self.use_bias = use_bias
-        self.output_dim = output_dim
+        self.output_shape = output_shape
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+        self.bias_constraint = keras.constraints.get(bias_constraint)
+        self.attention_axes = attention_axes
         self.seed = seed
         self.supports_masking = True
         self.seed_generator = keras.random.SeedGenerator(seed) if dropout > 0 else None
 
-    def _projection(self, equation: str, output_shape: tuple, bias_axes: str, name: str):
-        return keras.layers.EinsumDense(
-            equation,
-            output_shape=output_shape,
-            bias_axes=bias_axes if self.use_bias else None,
+    def _projection(self, units: int, name: str) -> ProjectionDense:
+        return ProjectionDense(
+            units,
+            use_bias=self.use_bias,
             # Fresh initializer copies, so that a seeded initializer does not give Q, K and V
             # the same starting weights.
             kernel_initializer=clone_initializer(self.kernel_initializer, name),
             bias_initializer=clone_initializer(self.bias_initializer, name),
+            kernel_regularizer=self.kernel_regularizer,
+            bias_regularizer=self.bias_regularizer,
+            kernel_constraint=self.kernel_constraint,
+            bias_constraint=self.bias_constraint,
             dtype=self.dtype_policy,
             name=name,
         )
@@ -149,22 +200,25 @@ class MultiHeadAttention(keras.layers.Layer):
         self.head_key_dim = self.key_dim or d_model // self.num_heads
         self.head_value_dim = self.value_dim or self.head_key_dim
         heads = self.num_heads
-        self.query_dense = self._projection(
-            "btd,dnh->btnh", (None, heads, self.head_key_dim), "nh", "query"
-        )
-        self.key_dense = self._projection(
-            "btd,dnh->btnh", (None, heads, self.head_key_dim), "nh", "key"
-        )
-        self.value_dense = self._projection(
-            "btd,dnh->btnh", (None, heads, self.head_value_dim), "nh", "value"
-        )
-        self.output_dense = self._projection(
-            "btnh,nhd->btd", (None, self.output_dim or d_model), "d", "attention_output"
-        )
+        self.query_dense = self._projection(heads * self.head_key_dim, "query")
+        self.key_dense = self._projection(heads * self.head_key_dim, "key")
+        self.value_dense = self._projection(heads * self.head_value_dim, "value")
+        self.output_dense = self._projection(self.output_shape or d_model, "attention_output")
         self.query_dense.build(query_shape)
         self.key_dense.build(key_shape)
         self.value_dense.build(value_shape)
-        self.output_dense.build((None, None, heads, self.head_value_dim))
+        self.output_dense.build((None, None, heads * self.head_value_dim))
+
+    @property
+    def output_dim(self) -> int | None:
+        """The old name of `output_shape`."""
+        return self.output_shape
+
+    def _heads(self, dense: keras.layers.Dense, x):
+        """`(B, T, d) -> (B, T, heads, head_dim)`: `dense` (`heads * head_dim` units), reshaped."""
+        y = dense(x)  # (B, T, N * H)
+        shape = ops.shape(x)
+        return ops.reshape(y, (shape[0], shape[1], self.num_heads, dense.units // self.num_heads))
 
     def initial_cache(self, batch_size, max_length):
         """An all-zero self-attention cache `(2, batch_size, heads, max_length, head_dim)`.
@@ -184,7 +238,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self._check_cacheable()
         key = value if key is None else key
         return _key_value_cache(
-            _split_heads(self.key_dense, key), _split_heads(self.value_dense, value)
+            self._heads(self.key_dense, key), self._heads(self.value_dense, value)
         )
 
     def _check_cacheable(self) -> None:
@@ -279,22 +333,29 @@ class MultiHeadAttention(keras.layers.Layer):
         cache=None,
         cache_update_index=None,
         append_to_cache: bool = False,
+        query_group_size: int = 1,
     ):
+        if query_group_size != 1:
+            return self._call_grouped(
+                query_group_size, query, value, key, query_mask, value_mask, key_mask,
+                attention_mask, return_attention_scores, training, use_causal_mask, cache,
+                cache_update_index, append_to_cache,
+            )  # fmt: skip
         _check_ranks(query.shape, value.shape, None if key is None else key.shape)
         self._check_cache(cache, cache_update_index, append_to_cache)
         key = value if key is None else key
         masks.check_mask_shape("value_mask", value_mask, (value.shape[0], value.shape[1]))
         masks.check_mask_shape("key_mask", key_mask, (key.shape[0], key.shape[1]))
         masks.check_mask_shape("query_mask", query_mask, (query.shape[0], query.shape[1]))
-        query_heads = _split_heads(self.query_dense, query)  # (B, Tq, N, Hk)
+        query_heads = self._heads(self.query_dense, query)  # (B, Tq, N, Hk)
         if cache is not None:
             return self._call_with_cache(
                 query, key, value, query_heads, query_mask, value_mask, key_mask,
                 attention_mask, use_causal_mask, cache, cache_update_index, append_to_cache,
                 return_attention_scores, training,
             )  # fmt: skip
-        key_heads = _split_heads(self.key_dense, key)  # (B, Tk, N, Hk)
-        value_heads = _split_heads(self.value_dense, value)  # (B, Tk, N, Hv)
+        key_heads = self._heads(self.key_dense, key)  # (B, Tk, N, Hk)
+        value_heads = self._heads(self.value_dense, value)  # (B, Tk, N, Hv)
         key_length = ops.shape(key_heads)[1]
         padding = masks.attention_mask_from_padding(
             query_mask, masks.merge_masks(value_mask, key_mask)
@@ -338,6 +399,69 @@ class MultiHeadAttention(keras.layers.Layer):
         output = _merge_heads(self.output_dense, attended)  # (B, Tq, D)
         return (output, scores) if return_attention_scores else output
 
+    def _call_grouped(
+        self,
+        group_size: int,
+        query,
+        value,
+        key,
+        query_mask,
+        value_mask,
+        key_mask,
+        attention_mask,
+        return_attention_scores: bool,
+        training,
+        use_causal_mask: bool,
+        cache,
+        cache_update_index,
+        append_to_cache: bool,
+    ):
+        """`call` with `group_size` consecutive query rows per row of keys and values: each
+        group's rows attend as one row of `group_size * query_len` queries (a sentence's
+        hypotheses over its encoder output), then are split back into their rows."""
+        check_positive_int("query_group_size", group_size)
+        if use_causal_mask or cache_update_index is not None or append_to_cache:
+            raise ValueError(
+                "query_group_size is for attention over shared keys and values (cross-"
+                f"attention); got query_group_size={group_size} with use_causal_mask="
+                f"{use_causal_mask}, cache_update_index={cache_update_index}, "
+                f"append_to_cache={append_to_cache}"
+            )
+        rows = query.shape[0]
+        if rows is not None and rows % group_size:
+            raise ValueError(
+                f"query must have a multiple of query_group_size={group_size} rows; got "
+                f"query.shape={tuple(query.shape)}"
+            )
+        shape = ops.shape(query)
+        groups, length = shape[0] // group_size, shape[1]
+
+        def grouped(x):  # (B * G, T, ...) -> (B, G * T, ...)
+            if x is None:
+                return None
+            return ops.reshape(x, (groups, group_size * length, *ops.shape(x)[2:]))
+
+        result = self.call(
+            grouped(query),
+            value,
+            key,
+            query_mask=grouped(query_mask),
+            value_mask=value_mask,
+            key_mask=key_mask,
+            attention_mask=grouped(attention_mask),
+            return_attention_scores=return_attention_scores,
+            training=training,
+            cache=cache,
+        )
+        output, scores = result if return_attention_scores else (result, None)
+        output = ops.reshape(output, (shape[0], length, ops.shape(output)[-1]))  # (B * G, T, D)
+        if not return_attention_scores:
+            return output
+        _, heads, _, key_length = ops.shape(scores)  # (B, N, G * T, S)
+        scores = ops.reshape(scores, (groups, heads, group_size, length, key_length))
+        scores = ops.transpose(scores, (0, 2, 1, 3, 4))  # (B, G, N, T, S)
+        return output, ops.reshape(scores, (shape[0], heads, length, key_length))
+
     def _call_with_cache(
         self,
         query,
@@ -359,7 +483,7 @@ class MultiHeadAttention(keras.layers.Layer):
         `cache_update_index`) or attention over keys/values projected once (without)."""
         if cache_update_index is not None:
             new = _key_value_cache(
-                _split_heads(self.key_dense, key), _split_heads(self.value_dense, value)
+                self._heads(self.key_dense, key), self._heads(self.value_dense, value)
             )  # (2, B, N, Tq, H)
             if append_to_cache:
                 cache = ops.concatenate([cache, ops.cast(new, cache.dtype)], axis=3)
@@ -400,7 +524,7 @@ class MultiHeadAttention(keras.layers.Layer):
         return results[0] if len(results) == 1 else results
 
     def compute_output_shape(self, query_shape, value_shape, key_shape=None):
-        return (*tuple(query_shape[:-1]), self.output_dim or query_shape[-1])
+        return (*tuple(query_shape[:-1]), self.output_shape or query_shape[-1])
 
     def compute_output_spec(self, query, value, key=None, **kwargs):
         shape = self.compute_output_shape(query.shape, value.shape)
@@ -415,9 +539,14 @@ class MultiHeadAttention(keras.layers.Layer):
                 "value_dim": self.value_dim,
                 "dropout": self.dropout,
                 "use_bias": self.use_bias,
-                "output_dim": self.output_dim,
+                "output_shape": self.output_shape,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
+                "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
+                "bias_constraint": keras.constraints.serialize(self.bias_constraint),
+                "attention_axes": self.attention_axes,
                 "seed": self.seed,
             }
         )
@@ -433,20 +562,13 @@ def _check_ranks(query_shape, value_shape, key_shape=None) -> None:
             )
 
 
-# The projections keep their weights in `EinsumDense` layers (kernels `(d, heads, head_dim)`
-# and `(heads, head_dim, d_out)`, as in `keras.layers.MultiHeadAttention`) but run as one
-# 2-D matmul on reshaped kernels: on TensorFlow the gradient of an einsum kernel is computed
-# per example then summed, while a matmul's is one large matmul. Calling the kernels directly
-# also keeps EinsumDense from warning about (and dropping) the inputs' Keras masks, which
-# this layer handles itself. A quantized projection (`model.quantize("int8")`) keeps an
-# integer kernel and its scales: it runs through the layer's own quantized call instead.
-
-
-def _quantized(dense: keras.layers.EinsumDense, x):
-    """`dense`'s own (quantized) computation of `x`, or `None` when `dense` is not quantized."""
-    if dense.quantization_mode is None:
-        return None
-    return dense.quantized_call(x)  # not `dense(x)`: that would warn about `x`'s Keras mask
+# The projections are `Dense` layers on the flattened heads, called as layers (so that LoRA,
+# every quantization mode, regularizers and constraints are Keras's own): kernels
+# `(d, heads * head_dim)` and `(heads * head_dim, d_out)`, each one 2-D matmul. Not
+# `EinsumDense` with kernels `(d, heads, head_dim)` as in `keras.layers.MultiHeadAttention`:
+# on TensorFlow the gradient of an einsum kernel is computed per example then summed, while a
+# matmul's is one large matmul. Weights saved in that older layout load through
+# `layers.legacy_weights`.
 
 
 def _key_value_cache(keys, values):
@@ -454,29 +576,24 @@ def _key_value_cache(keys, values):
     return ops.stack([ops.swapaxes(keys, 1, 2), ops.swapaxes(values, 1, 2)], axis=0)
 
 
-def _split_heads(dense: keras.layers.EinsumDense, x):
-    """`(B, T, d) -> (B, T, heads, head_dim)` with `dense`'s kernel `(d, heads, head_dim)`."""
-    quantized = _quantized(dense, x)
-    if quantized is not None:
-        return quantized
-    depth, heads, head_dim = dense.kernel.shape
-    kernel = ops.reshape(dense.kernel, (depth, heads * head_dim))
-    y = ops.matmul(x, ops.cast(kernel, x.dtype))  # (B, T, N * H)
-    if dense.bias is not None:
-        y = y + ops.cast(ops.reshape(dense.bias, (heads * head_dim,)), y.dtype)
+def _merge_heads(dense: keras.layers.Dense, x):
+    """`(B, T, heads, head_dim) -> (B, T, d_out)`: the heads flattened, then `dense`."""
     shape = ops.shape(x)
-    return ops.reshape(y, (shape[0], shape[1], heads, head_dim))  # (B, T, N, H)
+    flat = ops.reshape(x, (shape[0], shape[1], x.shape[2] * x.shape[3]))  # (B, T, N * H)
+    return dense(flat)  # (B, T, D)
 
 
-def _merge_heads(dense: keras.layers.EinsumDense, x):
-    """`(B, T, heads, head_dim) -> (B, T, d_out)`; `dense.kernel` is `(heads, head_dim, d_out)`."""
-    quantized = _quantized(dense, x)
-    if quantized is not None:
-        return quantized
-    heads, head_dim, depth = dense.kernel.shape
-    shape = ops.shape(x)
-    flat = ops.reshape(x, (shape[0], shape[1], heads * head_dim))  # (B, T, N * H)
-    y = ops.matmul(flat, ops.cast(ops.reshape(dense.kernel, (heads * head_dim, depth)), x.dtype))
-    if dense.bias is not None:
-        y = y + ops.cast(dense.bias, y.dtype)
-    return y  # (B, T, D)
+def _as_tuple(value) -> tuple:
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
+
+
+def _output_size(output_shape):
+    """`output_shape` as an int (`keras.layers.MultiHeadAttention` also takes a 1-tuple)."""
+    if isinstance(output_shape, (list, tuple)):
+        if len(output_shape) != 1:
+            raise ValueError(
+                "output_shape must be an int (the output's last dimension) or a 1-tuple; got "
+                f"output_shape={output_shape}"
+            )
+        return output_shape[0]
+    return output_shape

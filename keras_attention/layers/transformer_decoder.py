@@ -3,19 +3,21 @@
 import keras
 
 from keras_attention import masks
+from keras_attention.core.checks import check_positive_int
+from keras_attention.layers.block_arguments import BlockArguments
+from keras_attention.layers.initializers import clone_initializer
 from keras_attention.layers.output_spec import output_spec
 from keras_attention.layers.transformer_decoder_block import TransformerDecoderBlock
-from keras_attention.layers.transformer_stack_base import TransformerStackBase
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class TransformerDecoder(TransformerStackBase):
+class TransformerDecoder(BlockArguments):
     """Transformer decoder: a stack of `num_layers` identical decoder blocks, Section 3.1.
 
     Built without an encoder sequence, the blocks have no cross-attention (a decoder-only
     stack for language models).
 
-    Args:
+    Args (keyword-only):
         num_layers: number of blocks (`N = 6` in the paper).
         num_heads: number of attention heads.
         intermediate_dim: inner size of the feed-forward networks (`d_ff`).
@@ -34,6 +36,8 @@ class TransformerDecoder(TransformerStackBase):
             (see `TransformerDecoderBlock`).
         cross_attention_cache: optional list with one cross-attention cache per block
             (`compute_cross_attention_cache` makes them).
+        encoder_group_size: how many consecutive decoder rows share one row of
+            `encoder_sequence` (a beam's hypotheses; see `TransformerDecoderBlock`).
         use_causal_mask: mask future positions (default `True`).
         training: whether dropout is active.
         return_attention_scores: also return a list with each block's scores dict.
@@ -50,10 +54,30 @@ class TransformerDecoder(TransformerStackBase):
     (2, 5, 32)
     """
 
-    block_class = TransformerDecoderBlock
+    def __init__(self, *, num_layers: int, **kwargs):
+        super().__init__(**kwargs)
+        check_positive_int("num_layers", num_layers)
+        self.num_layers = num_layers
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
-        self._build_blocks(decoder_sequence_shape, encoder_sequence_shape)
+        self.blocks = []
+        for index in range(self.num_layers):
+            name = f"block_{index}"
+            arguments = {
+                **self.block_arguments(),
+                "kernel_initializer": clone_initializer(self.kernel_initializer, name),
+                "bias_initializer": clone_initializer(self.bias_initializer, name),
+            }
+            block = TransformerDecoderBlock(**arguments, dtype=self.dtype_policy, name=name)
+            block.build(decoder_sequence_shape, encoder_sequence_shape)
+            self.blocks.append(block)
+        # Pre-LN blocks leave their output un-normalised: the stack ends with a norm.
+        self.final_norm = None
+        if self.norm_first:
+            self.final_norm = keras.layers.LayerNormalization(
+                epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="final_norm"
+            )
+            self.final_norm.build(decoder_sequence_shape)
 
     def initial_cache(self, batch_size, max_length) -> list:
         """Empty self-attention caches, one `(2, batch_size, heads, max_length, head_dim)`
@@ -77,6 +101,7 @@ class TransformerDecoder(TransformerStackBase):
         cross_attention_cache=None,
         use_causal_mask: bool = True,
         append_to_cache: bool = False,
+        encoder_group_size: int = 1,
         training=None,
         return_attention_scores: bool = False,
     ):
@@ -111,6 +136,7 @@ class TransformerDecoder(TransformerStackBase):
                 else cross_attention_cache[index],
                 use_causal_mask=use_causal_mask,
                 append_to_cache=append_to_cache,
+                encoder_group_size=encoder_group_size,
                 training=training,
                 return_attention_scores=return_attention_scores,
             )
@@ -123,7 +149,8 @@ class TransformerDecoder(TransformerStackBase):
                 new_caches.append(result.pop(0))
             if return_attention_scores:
                 all_scores.append(result.pop(0))
-        x = self._finish(x)  # (B, T, D)
+        if self.final_norm is not None:
+            x = self.final_norm(x)  # (B, T, D)
         results = (x,)
         if self_attention_cache is not None:
             results += (new_caches,)
@@ -133,3 +160,6 @@ class TransformerDecoder(TransformerStackBase):
 
     def compute_output_spec(self, decoder_sequence, *args, **kwargs):
         return output_spec(self, tuple(decoder_sequence.shape), (decoder_sequence, *args), kwargs)
+
+    def get_config(self):
+        return {**super().get_config(), "num_layers": self.num_layers}

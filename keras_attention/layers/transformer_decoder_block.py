@@ -4,21 +4,26 @@ import keras
 from keras import ops
 
 from keras_attention import masks
+from keras_attention.layers.block_arguments import BlockArguments
+from keras_attention.layers.initializers import clone_initializer
+from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.output_spec import output_spec
-from keras_attention.layers.transformer_block_base import TransformerBlockBase
+from keras_attention.layers.positionwise_feed_forward import PositionwiseFeedForward
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class TransformerDecoderBlock(TransformerBlockBase):
+class TransformerDecoderBlock(BlockArguments):
     """Transformer decoder layer, Section 3.1.
 
     Causal multi-head self-attention, then encoder-decoder attention (queries from the
     decoder, keys and values from the encoder output), then the position-wise feed-forward
-    network; each sub-layer is wrapped with dropout, a residual connection and layer
-    normalisation. Built without an encoder sequence, the block has no cross-attention
-    and serves decoder-only models (language models).
+    network. Each sub-layer has its dropout, residual connection and layer normalisation:
+    post-LN as in the paper, `LayerNorm(x + Dropout(Sublayer(x)))`, or pre-LN with
+    `norm_first=True`, `x + Dropout(Sublayer(LayerNorm(x)))`. Built without an encoder
+    sequence, the block has no cross-attention and serves decoder-only models (language
+    models).
 
-    Args:
+    Args (keyword-only):
         num_heads: number of attention heads; must divide `d_model`.
         intermediate_dim: inner size of the feed-forward network (`d_ff`).
         dropout: residual dropout (the paper's `P_drop`).
@@ -51,11 +56,12 @@ class TransformerDecoderBlock(TransformerBlockBase):
             holds exactly the positions before them, instead of writing them into a
             fixed-size one (see `MultiHeadAttention`).
         cross_attention_cache: optional `(2, batch, heads, source_len, head_dim)` projected
-            encoder keys/values from `compute_cross_attention_cache`, computed once. With it,
-            `encoder_sequence`, its masks and the cache may hold one row per group of
-            consecutive decoder rows (`batch` a multiple of theirs): the hypotheses of a beam
-            search then share their sentence's keys and values, attended as one sentence's
-            queries, instead of a copy per hypothesis.
+            encoder keys/values from `compute_cross_attention_cache`, computed once.
+        encoder_group_size: how many consecutive decoder rows share one row of
+            `encoder_sequence`, its padding mask and `cross_attention_cache` (default 1).
+            The hypotheses of a beam search share their sentence's encoder output this way,
+            attended as one sentence's queries, instead of a copy per hypothesis;
+            `encoder_attention_mask` has the decoder's rows.
         use_causal_mask: mask future positions (default `True`).
         training: whether dropout is active.
         return_attention_scores: also return `{"self_attention": (batch, heads, T, T),
@@ -74,30 +80,57 @@ class TransformerDecoderBlock(TransformerBlockBase):
     """
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
-        self._check_d_model(decoder_sequence_shape[-1])
         shape = decoder_sequence_shape
-        self.self_attention = self._make_attention("self_attention", shape, shape)
-        self.self_attention_norm = self._make_norm("self_attention_norm", shape)
-        self.self_attention_dropout = self._make_dropout("self_attention_dropout")
-        self.self_attention_connection = self._connection(
-            self.self_attention_norm, self.self_attention_dropout
+        d_model = shape[-1]
+        if d_model % self.num_heads:
+            raise ValueError(
+                f"num_heads must divide d_model; got num_heads={self.num_heads}, d_model={d_model}"
+            )
+        self.self_attention = self._attention("self_attention", shape, shape)
+        self.self_attention_norm = self._norm("self_attention_norm", shape)
+        self.self_attention_dropout = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="self_attention_dropout"
         )
         self.has_cross_attention = encoder_sequence_shape is not None
         if self.has_cross_attention:
-            self.cross_attention = self._make_attention(
-                "cross_attention", shape, encoder_sequence_shape
+            self.cross_attention = self._attention("cross_attention", shape, encoder_sequence_shape)
+            self.cross_attention_norm = self._norm("cross_attention_norm", shape)
+            self.cross_attention_dropout = keras.layers.Dropout(
+                self.dropout, dtype=self.dtype_policy, name="cross_attention_dropout"
             )
-            self.cross_attention_norm = self._make_norm("cross_attention_norm", shape)
-            self.cross_attention_dropout = self._make_dropout("cross_attention_dropout")
-            self.cross_attention_connection = self._connection(
-                self.cross_attention_norm, self.cross_attention_dropout
-            )
-        self.feed_forward = self._make_feed_forward(shape)
-        self.feed_forward_norm = self._make_norm("feed_forward_norm", shape)
-        self.feed_forward_dropout = self._make_dropout("feed_forward_dropout")
-        self.feed_forward_connection = self._connection(
-            self.feed_forward_norm, self.feed_forward_dropout
+        self.feed_forward = PositionwiseFeedForward(
+            self.intermediate_dim,
+            dropout=self.activation_dropout,
+            activation=self.activation,
+            kernel_initializer=clone_initializer(self.kernel_initializer, "feed_forward"),
+            bias_initializer=clone_initializer(self.bias_initializer, "feed_forward"),
+            dtype=self.dtype_policy,
+            name="feed_forward",
         )
+        self.feed_forward.build(shape)
+        self.feed_forward_norm = self._norm("feed_forward_norm", shape)
+        self.feed_forward_dropout = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="feed_forward_dropout"
+        )
+
+    def _attention(self, name: str, query_shape, value_shape) -> MultiHeadAttention:
+        attention = MultiHeadAttention(
+            self.num_heads,
+            dropout=self.attention_dropout,
+            kernel_initializer=clone_initializer(self.kernel_initializer, name),
+            bias_initializer=clone_initializer(self.bias_initializer, name),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+        attention.build(query_shape, value_shape)
+        return attention
+
+    def _norm(self, name: str, shape) -> keras.layers.LayerNormalization:
+        norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        )
+        norm.build(shape)
+        return norm
 
     def initial_cache(self, batch_size, max_length):
         """An empty self-attention cache `(2, batch_size, heads, max_length, head_dim)`."""
@@ -120,9 +153,151 @@ class TransformerDecoderBlock(TransformerBlockBase):
         cross_attention_cache=None,
         use_causal_mask: bool = True,
         append_to_cache: bool = False,
+        encoder_group_size: int = 1,
         training=None,
         return_attention_scores: bool = False,
     ):
+        if decoder_padding_mask is None:
+            decoder_padding_mask = masks.keras_mask(decoder_sequence)
+        if encoder_padding_mask is None and encoder_sequence is not None:
+            encoder_padding_mask = masks.keras_mask(encoder_sequence)
+        self._check_call(
+            decoder_sequence, encoder_sequence, decoder_padding_mask, decoder_attention_mask,
+            encoder_padding_mask, encoder_attention_mask, self_attention_cache,
+            self_attention_cache_update_index, encoder_group_size,
+        )  # fmt: skip
+        x = decoder_sequence  # (B, T, D)
+        scores = {}
+
+        # Sub-layer 1: masked multi-head self-attention (over the cache when decoding).
+        attended, new_cache, scores["self_attention"] = self._attend_to_self(
+            self._pre_norm(self.self_attention_norm, x),
+            decoder_padding_mask,
+            decoder_attention_mask,
+            use_causal_mask,
+            self_attention_cache,
+            self_attention_cache_update_index,
+            append_to_cache,
+            return_attention_scores,
+            training,
+        )
+        x = self._add_and_post_norm(
+            self.self_attention_norm, x, self.self_attention_dropout(attended, training=training)
+        )
+
+        # Sub-layer 2: encoder-decoder attention (none in a decoder-only block).
+        if self.has_cross_attention:
+            attended, scores["cross_attention"] = self._attend_to_encoder(
+                self._pre_norm(self.cross_attention_norm, x),
+                encoder_sequence,
+                decoder_padding_mask,
+                encoder_padding_mask,
+                encoder_attention_mask,
+                cross_attention_cache,
+                encoder_group_size,
+                return_attention_scores,
+                training,
+            )
+            x = self._add_and_post_norm(
+                self.cross_attention_norm,
+                x,
+                self.cross_attention_dropout(attended, training=training),
+            )
+
+        # Sub-layer 3: position-wise feed-forward network.
+        fed = self.feed_forward(self._pre_norm(self.feed_forward_norm, x), training=training)
+        x = self._add_and_post_norm(
+            self.feed_forward_norm, x, self.feed_forward_dropout(fed, training=training)
+        )
+
+        results = (x,)
+        if self_attention_cache is not None:
+            results += (new_cache,)
+        if return_attention_scores:
+            results += (scores,)
+        return results[0] if len(results) == 1 else results
+
+    def _pre_norm(self, norm, x):
+        """Pre-LN normalises a sub-layer's input; post-LN passes it as it is."""
+        return norm(x) if self.norm_first else x
+
+    def _add_and_post_norm(self, norm, x, sublayer_output):
+        """The residual connection; post-LN normalises its sum."""
+        x = ops.add(x, sublayer_output)
+        return x if self.norm_first else norm(x)
+
+    def _attend_to_self(
+        self,
+        x,
+        padding_mask,
+        attention_mask,
+        use_causal_mask: bool,
+        cache,
+        cache_update_index,
+        append_to_cache: bool,
+        return_attention_scores: bool,
+        training,
+    ) -> tuple:
+        """The self-attention of `x`: `(output, updated cache or None, scores or None)`."""
+        result = self.self_attention(
+            query=x,
+            value=x,
+            query_mask=padding_mask,
+            value_mask=padding_mask,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+            cache=cache,
+            cache_update_index=cache_update_index,
+            append_to_cache=append_to_cache,
+            return_attention_scores=return_attention_scores,
+            training=training,
+        )
+        if cache is None and not return_attention_scores:
+            return result, None, None
+        result = list(result)
+        output = result.pop(0)
+        new_cache = result.pop(0) if cache is not None else None
+        return output, new_cache, result.pop(0) if return_attention_scores else None
+
+    def _attend_to_encoder(
+        self,
+        x,
+        encoder_sequence,
+        decoder_padding_mask,
+        encoder_padding_mask,
+        encoder_attention_mask,
+        cross_attention_cache,
+        encoder_group_size: int,
+        return_attention_scores: bool,
+        training,
+    ) -> tuple:
+        """The attention of `x` over the encoder output: `(output, scores or None)`."""
+        result = self.cross_attention(
+            query=x,
+            value=encoder_sequence,
+            query_mask=decoder_padding_mask,
+            value_mask=encoder_padding_mask,
+            attention_mask=encoder_attention_mask,
+            cache=cross_attention_cache,
+            query_group_size=encoder_group_size,
+            return_attention_scores=return_attention_scores,
+            training=training,
+        )
+        return result if return_attention_scores else (result, None)
+
+    def _check_call(
+        self,
+        decoder_sequence,
+        encoder_sequence,
+        decoder_padding_mask,
+        decoder_attention_mask,
+        encoder_padding_mask,
+        encoder_attention_mask,
+        self_attention_cache,
+        self_attention_cache_update_index,
+        encoder_group_size: int,
+    ) -> None:
+        """Raises a `ValueError` naming the call argument that does not fit the block."""
         if self.has_cross_attention and encoder_sequence is None:
             raise ValueError(
                 f"{self.name} was built with cross-attention, so encoder_sequence is "
@@ -138,124 +313,28 @@ class TransformerDecoderBlock(TransformerBlockBase):
                 "self_attention_cache needs self_attention_cache_update_index (the position "
                 "of this call's first token); got self_attention_cache_update_index=None"
             )
-        if decoder_padding_mask is None:
-            decoder_padding_mask = masks.keras_mask(decoder_sequence)
         batch, target_len = tuple(decoder_sequence.shape[:2])
         masks.check_mask_shape("decoder_padding_mask", decoder_padding_mask, (batch, target_len))
         self_key_len = target_len if self_attention_cache is None else self_attention_cache.shape[2]
         masks.check_mask_shape(
             "decoder_attention_mask", decoder_attention_mask, (batch, target_len, self_key_len)
         )
-        with_cache = self_attention_cache is not None
-
-        def self_attention(normed):
-            result = self.self_attention(
-                query=normed,
-                value=normed,
-                query_mask=decoder_padding_mask,
-                value_mask=decoder_padding_mask,
-                attention_mask=decoder_attention_mask,
-                use_causal_mask=use_causal_mask,
-                cache=self_attention_cache,
-                cache_update_index=self_attention_cache_update_index,
-                append_to_cache=append_to_cache,
-                return_attention_scores=return_attention_scores,
-                training=training,
+        if encoder_sequence is None:
+            return
+        source_batch, source_len = tuple(encoder_sequence.shape[:2])
+        if None not in (batch, source_batch) and batch != source_batch * encoder_group_size:
+            raise ValueError(
+                f"decoder_sequence must have encoder_group_size={encoder_group_size} rows per "
+                f"row of encoder_sequence; got decoder_sequence.shape="
+                f"{tuple(decoder_sequence.shape)}, encoder_sequence.shape="
+                f"{tuple(encoder_sequence.shape)}"
             )
-            return _output_cache_scores(result, with_cache, return_attention_scores)
-
-        x, new_cache, self_scores = self.self_attention_connection(
-            decoder_sequence, self_attention, training
-        )  # (B, T, D)
-        scores = {"self_attention": self_scores}
-        if self.has_cross_attention:
-            if encoder_padding_mask is None:
-                encoder_padding_mask = masks.keras_mask(encoder_sequence)
-            source_batch, source_len = tuple(encoder_sequence.shape[:2])
-            grouped = cross_attention_cache is not None  # rows may share a sentence's cache
-            masks.check_mask_shape(
-                "encoder_padding_mask",
-                encoder_padding_mask,
-                (source_batch if grouped else batch, source_len),
-            )
-            masks.check_mask_shape(
-                "encoder_attention_mask", encoder_attention_mask, (batch, target_len, source_len)
-            )
-
-            def cross_attention(normed):
-                query, query_mask, attention_mask = normed, decoder_padding_mask, None
-                if grouped:  # (N, T, ...) -> (B, N / B * T, ...): a sentence's rows together
-                    sentences = ops.shape(encoder_sequence)[0]
-                    query, query_mask, attention_mask = (
-                        None if t is None else _group_rows(t, sentences)
-                        for t in (normed, decoder_padding_mask, encoder_attention_mask)
-                    )
-                result = self.cross_attention(
-                    query=query,
-                    value=encoder_sequence,
-                    query_mask=query_mask,
-                    value_mask=encoder_padding_mask,
-                    attention_mask=attention_mask if grouped else encoder_attention_mask,
-                    cache=cross_attention_cache,
-                    return_attention_scores=return_attention_scores,
-                    training=training,
-                )
-                output, _, scores = _output_cache_scores(result, False, return_attention_scores)
-                if grouped:
-                    output = ops.reshape(output, ops.shape(normed))  # (N, T, D)
-                    scores = None if scores is None else _ungroup_scores(scores, normed)
-                return output, None, scores
-
-            x, _, scores["cross_attention"] = self.cross_attention_connection(
-                x, cross_attention, training
-            )  # (B, T, D)
-
-        def feed_forward(normed):
-            return self.feed_forward(normed, training=training)
-
-        x = self.feed_forward_connection(x, feed_forward, training)  # (B, T, D)
-        results = (x,)
-        if with_cache:
-            results += (new_cache,)
-        if return_attention_scores:
-            results += (scores,)
-        return results[0] if len(results) == 1 else results
+        masks.check_mask_shape(
+            "encoder_padding_mask", encoder_padding_mask, (source_batch, source_len)
+        )
+        masks.check_mask_shape(
+            "encoder_attention_mask", encoder_attention_mask, (batch, target_len, source_len)
+        )
 
     def compute_output_spec(self, decoder_sequence, *args, **kwargs):
         return output_spec(self, tuple(decoder_sequence.shape), (decoder_sequence, *args), kwargs)
-
-
-def _group_rows(x, sentences):
-    """`(N, T, ...)` -> `(sentences, N / sentences * T, ...)`: consecutive rows of a sentence as
-    one row of queries (the sizes spelt out: `-1` is ambiguous with no rows)."""
-    shape = ops.shape(x)
-    group = _rows_per_sentence(shape[0], sentences)
-    return ops.reshape(x, (sentences, group * shape[1], *shape[2:]))
-
-
-def _rows_per_sentence(rows, sentences):
-    """`rows // sentences`, 0 with no sentence; Python ints stay ints (JAX's static shapes)."""
-    if isinstance(rows, int) and isinstance(sentences, int):
-        return rows // max(sentences, 1)
-    return rows // ops.maximum(sentences, 1)
-
-
-def _ungroup_scores(scores, rows):
-    """Scores `(B, heads, G * T, S)` of grouped queries as `(N, heads, T, S)`, `N = B * G` the
-    rows of `rows` `(N, T, D)`."""
-    batch, heads, _, source = ops.shape(scores)
-    rows, target = ops.shape(rows)[:2]
-    group = _rows_per_sentence(rows, batch)
-    scores = ops.reshape(scores, (batch, heads, group, target, source))
-    return ops.reshape(ops.transpose(scores, (0, 2, 1, 3, 4)), (rows, heads, target, source))
-
-
-def _output_cache_scores(result, with_cache: bool, with_scores: bool) -> tuple:
-    """A `MultiHeadAttention` result as `(output, cache or None, scores or None)`."""
-    if not (with_cache or with_scores):
-        return result, None, None
-    result = list(result)
-    output = result.pop(0)
-    cache = result.pop(0) if with_cache else None
-    scores = result.pop(0) if with_scores else None
-    return output, cache, scores

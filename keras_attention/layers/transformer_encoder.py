@@ -3,16 +3,18 @@
 import keras
 
 from keras_attention import masks
+from keras_attention.core.checks import check_positive_int
+from keras_attention.layers.block_arguments import BlockArguments
+from keras_attention.layers.initializers import clone_initializer
 from keras_attention.layers.output_spec import output_spec
 from keras_attention.layers.transformer_encoder_block import TransformerEncoderBlock
-from keras_attention.layers.transformer_stack_base import TransformerStackBase
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class TransformerEncoder(TransformerStackBase):
+class TransformerEncoder(BlockArguments):
     """Transformer encoder: a stack of `num_layers` identical encoder blocks, Section 3.1.
 
-    Args:
+    Args (keyword-only):
         num_layers: number of blocks (`N = 6` in the paper).
         num_heads: number of attention heads.
         intermediate_dim: inner size of the feed-forward networks (`d_ff`).
@@ -38,10 +40,30 @@ class TransformerEncoder(TransformerStackBase):
     (2, 7, 32)
     """
 
-    block_class = TransformerEncoderBlock
+    def __init__(self, *, num_layers: int, **kwargs):
+        super().__init__(**kwargs)
+        check_positive_int("num_layers", num_layers)
+        self.num_layers = num_layers
 
     def build(self, inputs_shape):
-        self._build_blocks(inputs_shape)
+        self.blocks = []
+        for index in range(self.num_layers):
+            name = f"block_{index}"
+            arguments = {
+                **self.block_arguments(),
+                "kernel_initializer": clone_initializer(self.kernel_initializer, name),
+                "bias_initializer": clone_initializer(self.bias_initializer, name),
+            }
+            block = TransformerEncoderBlock(**arguments, dtype=self.dtype_policy, name=name)
+            block.build(inputs_shape)
+            self.blocks.append(block)
+        # Pre-LN blocks leave their output un-normalised: the stack ends with a norm.
+        self.final_norm = None
+        if self.norm_first:
+            self.final_norm = keras.layers.LayerNormalization(
+                epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="final_norm"
+            )
+            self.final_norm.build(inputs_shape)
 
     def call(
         self,
@@ -66,8 +88,12 @@ class TransformerEncoder(TransformerStackBase):
             if return_attention_scores:
                 x, scores = x
                 all_scores.append(scores)
-        x = self._finish(x)  # (B, T, D)
+        if self.final_norm is not None:
+            x = self.final_norm(x)  # (B, T, D)
         return (x, all_scores) if return_attention_scores else x
 
     def compute_output_spec(self, inputs, *args, **kwargs):
         return output_spec(self, tuple(inputs.shape), (inputs, *args), kwargs)
+
+    def get_config(self):
+        return {**super().get_config(), "num_layers": self.num_layers}

@@ -1,21 +1,26 @@
 """One encoder layer of the Transformer (Section 3.1)."""
 
 import keras
+from keras import ops
 
 from keras_attention import masks
+from keras_attention.layers.block_arguments import BlockArguments
+from keras_attention.layers.initializers import clone_initializer
+from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.output_spec import output_spec
-from keras_attention.layers.transformer_block_base import TransformerBlockBase
+from keras_attention.layers.positionwise_feed_forward import PositionwiseFeedForward
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class TransformerEncoderBlock(TransformerBlockBase):
+class TransformerEncoderBlock(BlockArguments):
     """Transformer encoder layer, Section 3.1.
 
-    Multi-head self-attention, then the position-wise feed-forward network, each wrapped
-    with dropout, a residual connection and layer normalisation (post-LN as in the paper,
-    or pre-LN with `norm_first=True`).
+    Multi-head self-attention, then the position-wise feed-forward network. Each sub-layer
+    has its dropout, residual connection and layer normalisation: post-LN as in the paper,
+    `LayerNorm(x + Dropout(Sublayer(x)))`, or pre-LN with `norm_first=True`,
+    `x + Dropout(Sublayer(LayerNorm(x)))`.
 
-    Args:
+    Args (keyword-only):
         num_heads: number of attention heads; must divide `d_model`.
         intermediate_dim: inner size of the feed-forward network (`d_ff`).
         dropout: residual dropout (the paper's `P_drop`, 0.1 in the base model).
@@ -49,19 +54,49 @@ class TransformerEncoderBlock(TransformerBlockBase):
     """
 
     def build(self, inputs_shape):
-        self._check_d_model(inputs_shape[-1])
-        self.self_attention = self._make_attention("self_attention", inputs_shape, inputs_shape)
-        self.self_attention_norm = self._make_norm("self_attention_norm", inputs_shape)
-        self.self_attention_dropout = self._make_dropout("self_attention_dropout")
-        self.feed_forward = self._make_feed_forward(inputs_shape)
-        self.feed_forward_norm = self._make_norm("feed_forward_norm", inputs_shape)
-        self.feed_forward_dropout = self._make_dropout("feed_forward_dropout")
-        self.self_attention_connection = self._connection(
-            self.self_attention_norm, self.self_attention_dropout
+        d_model = inputs_shape[-1]
+        if d_model % self.num_heads:
+            raise ValueError(
+                f"num_heads must divide d_model; got num_heads={self.num_heads}, d_model={d_model}"
+            )
+        self.self_attention = self._attention("self_attention", inputs_shape)
+        self.self_attention_norm = self._norm("self_attention_norm", inputs_shape)
+        self.self_attention_dropout = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="self_attention_dropout"
         )
-        self.feed_forward_connection = self._connection(
-            self.feed_forward_norm, self.feed_forward_dropout
+        self.feed_forward = PositionwiseFeedForward(
+            self.intermediate_dim,
+            dropout=self.activation_dropout,
+            activation=self.activation,
+            kernel_initializer=clone_initializer(self.kernel_initializer, "feed_forward"),
+            bias_initializer=clone_initializer(self.bias_initializer, "feed_forward"),
+            dtype=self.dtype_policy,
+            name="feed_forward",
         )
+        self.feed_forward.build(inputs_shape)
+        self.feed_forward_norm = self._norm("feed_forward_norm", inputs_shape)
+        self.feed_forward_dropout = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="feed_forward_dropout"
+        )
+
+    def _attention(self, name: str, inputs_shape) -> MultiHeadAttention:
+        attention = MultiHeadAttention(
+            self.num_heads,
+            dropout=self.attention_dropout,
+            kernel_initializer=clone_initializer(self.kernel_initializer, name),
+            bias_initializer=clone_initializer(self.bias_initializer, name),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+        attention.build(inputs_shape, inputs_shape)
+        return attention
+
+    def _norm(self, name: str, shape) -> keras.layers.LayerNormalization:
+        norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        )
+        norm.build(shape)
+        return norm
 
     def call(
         self,
@@ -78,28 +113,40 @@ class TransformerEncoderBlock(TransformerBlockBase):
         masks.check_mask_shape(
             "attention_mask", attention_mask, (inputs.shape[0], seq_len, seq_len)
         )
+        x = inputs  # (B, T, D)
 
-        def self_attention(normed):
-            # The padding mask is passed as both query and key mask, so that an explicit
-            # `padding_mask` acts exactly as the Keras mask does (which Keras would
-            # otherwise fill in as the query mask only when it is attached to `inputs`).
-            return self.self_attention(
-                query=normed,
-                value=normed,
-                query_mask=padding_mask,
-                value_mask=padding_mask,
-                attention_mask=attention_mask,
-                training=training,
-                return_attention_scores=return_attention_scores,
-            )
+        # Sub-layer 1: multi-head self-attention. The padding mask is both the query and the
+        # key mask, so that an explicit `padding_mask` acts exactly as the Keras mask does.
+        normed = self._pre_norm(self.self_attention_norm, x)
+        attended = self.self_attention(
+            normed,
+            normed,
+            query_mask=padding_mask,
+            value_mask=padding_mask,
+            attention_mask=attention_mask,
+            training=training,
+            return_attention_scores=return_attention_scores,
+        )
+        attended, scores = attended if return_attention_scores else (attended, None)
+        x = self._add_and_post_norm(
+            self.self_attention_norm, x, self.self_attention_dropout(attended, training=training)
+        )
 
-        def feed_forward(normed):
-            return self.feed_forward(normed, training=training)
-
-        x = self.self_attention_connection(inputs, self_attention, training)  # (B, T, D)
-        x, scores = x if return_attention_scores else (x, None)
-        x = self.feed_forward_connection(x, feed_forward, training)  # (B, T, D)
+        # Sub-layer 2: position-wise feed-forward network.
+        fed = self.feed_forward(self._pre_norm(self.feed_forward_norm, x), training=training)
+        x = self._add_and_post_norm(
+            self.feed_forward_norm, x, self.feed_forward_dropout(fed, training=training)
+        )
         return (x, scores) if return_attention_scores else x
+
+    def _pre_norm(self, norm, x):
+        """Pre-LN normalises a sub-layer's input; post-LN passes it as it is."""
+        return norm(x) if self.norm_first else x
+
+    def _add_and_post_norm(self, norm, x, sublayer_output):
+        """The residual connection; post-LN normalises its sum."""
+        x = ops.add(x, sublayer_output)
+        return x if self.norm_first else norm(x)
 
     def compute_output_spec(self, inputs, *args, **kwargs):
         return output_spec(self, tuple(inputs.shape), (inputs, *args), kwargs)

@@ -14,11 +14,12 @@ How the model maps onto CTranslate2's `TransformerSpec`:
   our own table (`SinusoidalPositionalEncoding`: sines and cosines interleaved, the first
   source token and the decoder's BOS at position 0) written into the spec, since
   CTranslate2's built-in table puts the sines and cosines in two halves.
-- Attention: the `EinsumDense` kernels `(d_model, heads, head_dim)` become linear weights
-  `(heads * head_dim, d_model)`, head by head; CTranslate2 fuses the query, key and value
+- Attention: the `Dense` kernels `(d_model, heads * head_dim)` (heads in order) become linear
+  weights `(heads * head_dim, d_model)`; CTranslate2 fuses the query, key and value
   projections of self-attention into one linear, and the key and value projections of
-  cross-attention into another. The output kernel `(heads, head_dim, d_model)` becomes
-  `(d_model, heads * head_dim)`.
+  cross-attention into another. The output kernel `(heads * head_dim, d_model)` becomes
+  `(d_model, heads * head_dim)`. A model with LoRA enabled is converted with its LoRA update
+  merged into the kernels (`Dense.kernel`).
 - Layer norms: post-LN (`norm_first=False`, the paper) maps to `pre_norm=False`; pre-LN to
   `pre_norm=True`, with each stack's final norm. Our epsilon (1e-6 by default) is written to
   the config: CTranslate2's own default is 1e-5.
@@ -206,6 +207,17 @@ def _check_convertible(model: Transformer, tokenizer: SubwordTokenizer) -> None:
                 f"CTranslate2's Transformer converter supports activation='relu' only; "
                 f"{stack.name} has activation={activation!r}"
             )
+    quantized = [
+        layer.path
+        for layer in model._flatten_layers(include_self=False)
+        if getattr(layer, "quantization_mode", None) is not None
+    ]
+    if quantized:
+        raise ValueError(
+            "the model is quantized (model.quantize), which the converter cannot read; convert "
+            "the float model and pass quantization='int8' (CTranslate2's own) instead; "
+            f"quantized layers: {quantized[0]}{', ...' if len(quantized) > 1 else ''}"
+        )
 
 
 def _numpy(variable) -> np.ndarray:
@@ -223,16 +235,11 @@ def _set_linear(spec, kernel: np.ndarray, bias: np.ndarray) -> None:
     spec.bias = bias
 
 
-def _projection(dense: keras.layers.EinsumDense) -> tuple[np.ndarray, np.ndarray]:
-    """A query/key/value projection `(d_model, heads, head_dim)` as `(d_model, heads * head_dim)`
-    and its bias `(heads * head_dim,)`."""
-    kernel = _numpy(dense.kernel)
-    return kernel.reshape(kernel.shape[0], -1), _numpy(dense.bias).reshape(-1)
-
-
-def _set_projections(spec, denses: list[keras.layers.EinsumDense]) -> None:
-    """One linear for `denses` together (CTranslate2 fuses Q, K, V and cross-attention's K, V)."""
-    kernels, biases = zip(*(_projection(dense) for dense in denses), strict=True)
+def _set_projections(spec, denses: list[keras.layers.Dense]) -> None:
+    """One linear for `denses` together (CTranslate2 fuses Q, K, V and cross-attention's K, V),
+    each a kernel `(d_model, heads * head_dim)` and a bias `(heads * head_dim,)`."""
+    kernels = [_numpy(dense.kernel) for dense in denses]
+    biases = [_numpy(dense.bias) for dense in denses]
     _set_linear(spec, np.concatenate(kernels, axis=1), np.concatenate(biases))
 
 
@@ -245,8 +252,7 @@ def _set_attention(spec, attention, norm, self_attention: bool) -> None:
         _set_projections(spec.linear[0], [query])
         _set_projections(spec.linear[1], [key, value])
     output = attention.output_dense
-    kernel = _numpy(output.kernel)
-    _set_linear(spec.linear[-1], kernel.reshape(-1, kernel.shape[-1]), _numpy(output.bias))
+    _set_linear(spec.linear[-1], _numpy(output.kernel), _numpy(output.bias))
     _set_layer_norm(spec.layer_norm, norm)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from keras_attention.core.file_checks import CorruptFileError
 from keras_attention.core.weights_file import weights_bytes
+from keras_attention.layers.legacy_weights import legacy_layout
 
 # Where `save_weights` of a compiled model puts the optimizer's variables.
 OPTIMIZER_GROUP = "optimizer"
@@ -88,6 +89,8 @@ def weights_file_problem(
         found = _layout(path, read_data)
     except HDF5_READ_ERRORS as error:  # h5py's message does not name the file
         return f"is corrupt (not a readable HDF5 weights file): {error}"
+    # Attention projections saved in their old layout load reshaped (`legacy_weights`).
+    found = legacy_layout(found, expected)
     if found == expected:
         return None
     missing = sorted(expected.keys() - found.keys())

@@ -59,8 +59,9 @@ SEARCHES = ("greedy", "beam")
 
 class ControlledTransformer(Transformer):
     """A `Transformer` whose `decode` (same signature, caches passed on) returns logits changed
-    by `change_logits`; `calls` records, for every call, the number of target positions and
-    whether a self-attention cache was given; `rows`, the number of rows (hypotheses)."""
+    by `change_logits` (given `encoder_group_size`, the rows per source sentence); `calls`
+    records, for every call, the number of target positions and whether a self-attention
+    cache was given; `rows`, the number of rows (hypotheses)."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -76,6 +77,7 @@ class ControlledTransformer(Transformer):
         self_attention_cache=None,
         cross_attention_cache=None,
         append_to_cache=False,
+        encoder_group_size=1,
         training=None,
     ):
         self.calls.append((target_ids.shape[1], self_attention_cache is not None))
@@ -88,13 +90,16 @@ class ControlledTransformer(Transformer):
             self_attention_cache=self_attention_cache,
             cross_attention_cache=cross_attention_cache,
             append_to_cache=append_to_cache,
+            encoder_group_size=encoder_group_size,
             training=training,
         )
         logits, caches = (result, None) if self_attention_cache is None else result
-        logits = self.change_logits(logits, target_ids, source_padding_mask, start_index)
+        logits = self.change_logits(
+            logits, target_ids, source_padding_mask, start_index, encoder_group_size
+        )
         return logits if caches is None else (logits, caches)
 
-    def change_logits(self, logits, target_ids, source_padding_mask, start_index):
+    def change_logits(self, logits, target_ids, source_padding_mask, start_index, group_size):
         raise NotImplementedError
 
 
@@ -107,7 +112,7 @@ class EosTransformer(ControlledTransformer):
         self.eos_offset = eos_offset
         self.eos_slope = eos_slope
 
-    def change_logits(self, logits, target_ids, source_padding_mask, start_index):
+    def change_logits(self, logits, target_ids, source_padding_mask, start_index, group_size):
         positions = ops.arange(ops.shape(target_ids)[1], dtype="int32") + start_index + 1
         bias = self.eos_offset + self.eos_slope * ops.cast(positions, "float32")  # (T,)
         is_eos = ops.equal(ops.arange(self.output_vocabulary_size), EOS_ID)  # (V,)
@@ -125,11 +130,10 @@ class TableTransformer(ControlledTransformer):
             self.log_table = np.log(tables).reshape(-1, tables.shape[-1]).astype("float32")
         self.num_tables = tables.shape[0]
 
-    def change_logits(self, logits, target_ids, source_padding_mask, start_index):
+    def change_logits(self, logits, target_ids, source_padding_mask, start_index, group_size):
         lengths = ops.sum(ops.cast(source_padding_mask, "int32"), axis=1)  # (B,)
         # A beam's hypotheses share their sentence's mask: B rows for N = B * K.
-        rows = ops.shape(target_ids)[0]
-        lengths = ops.repeat(lengths, rows // max(ops.shape(lengths)[0], 1), axis=0)  # (N,)
+        lengths = ops.repeat(lengths, group_size, axis=0)  # (N,)
         table = (lengths % self.num_tables)[:, None] * self.vocabulary_size  # (N, 1)
         rows = table + ops.cast(target_ids, "int32")  # (N, T)
         return ops.take(ops.convert_to_tensor(self.log_table), rows, axis=0)  # (N, T, V)

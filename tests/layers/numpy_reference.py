@@ -72,9 +72,10 @@ def layer_norm(x: np.ndarray, norm: keras.layers.LayerNormalization) -> np.ndarr
     return normalized * as_float64(norm.gamma) + as_float64(norm.beta)
 
 
-def _project(x: np.ndarray, dense: keras.layers.EinsumDense) -> np.ndarray:
-    """`x (B, T, D)` through a `(D, heads, head_dim)` kernel: `(B, T, heads, head_dim)`."""
-    return np.einsum("btd,dnh->btnh", x, as_float64(dense.kernel)) + as_float64(dense.bias)
+def _project(x: np.ndarray, dense: keras.layers.Dense, heads: int) -> np.ndarray:
+    """`x (B, T, D)` through a `(D, heads * head_dim)` kernel: `(B, T, heads, head_dim)`."""
+    out = x @ as_float64(dense.kernel) + as_float64(dense.bias)
+    return out.reshape(*out.shape[:-1], heads, out.shape[-1] // heads)
 
 
 def masked_softmax(logits: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
@@ -95,14 +96,15 @@ def multi_head_attention(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Multi-head attention with `mha`'s weights; returns the output `(B, Tq, D)` and the
     per-head weights `(B, heads, Tq, Tk)`."""
-    queries = _project(query, mha.query_dense)  # (B, Tq, N, H)
-    keys = _project(value, mha.key_dense)  # (B, Tk, N, H)
-    values = _project(value, mha.value_dense)  # (B, Tk, N, H)
+    heads = mha.num_heads
+    queries = _project(query, mha.query_dense, heads)  # (B, Tq, N, H)
+    keys = _project(value, mha.key_dense, heads)  # (B, Tk, N, H)
+    values = _project(value, mha.value_dense, heads)  # (B, Tk, N, H)
     logits = np.einsum("bqnh,bknh->bnqk", queries, keys) / np.sqrt(queries.shape[-1])
     weights = masked_softmax(logits, None if mask is None else mask[:, None])
-    heads = np.einsum("bnqk,bknh->bqnh", weights, values)
-    kernel = as_float64(mha.output_dense.kernel)  # (N, H, D)
-    output = np.einsum("bqnh,nhd->bqd", heads, kernel) + as_float64(mha.output_dense.bias)
+    attended = np.einsum("bnqk,bknh->bqnh", weights, values)
+    flat = attended.reshape(*attended.shape[:2], -1)  # (B, Tq, N * H)
+    output = flat @ as_float64(mha.output_dense.kernel) + as_float64(mha.output_dense.bias)
     return output, weights
 
 

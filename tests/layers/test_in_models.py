@@ -121,7 +121,7 @@ EXPLICIT_MASK_CALLS = {
         x, x, attention_mask=mask
     ),
     "TransformerEncoderBlock": lambda x, mask: ka.TransformerEncoderBlock(
-        NUM_HEADS, INTERMEDIATE_DIM
+        num_heads=NUM_HEADS, intermediate_dim=INTERMEDIATE_DIM
     )(x, attention_mask=mask),
 }
 
@@ -157,7 +157,9 @@ def test_padding_does_not_change_the_real_outputs_of_a_functional_model(case: La
 
 def test_global_average_pooling_averages_real_positions_only():
     ids = keras.Input(shape=(None,), dtype="int32")
-    hidden = ka.TransformerEncoderBlock(NUM_HEADS, INTERMEDIATE_DIM)(embed(ids, seed=3))
+    hidden = ka.TransformerEncoderBlock(num_heads=NUM_HEADS, intermediate_dim=INTERMEDIATE_DIM)(
+        embed(ids, seed=3)
+    )
     pooled = keras.layers.GlobalAveragePooling1D()(hidden)
     model = keras.Model(ids, [hidden, pooled])
     token_ids = random_ids(np.random.default_rng(2), 2, 6)
@@ -175,7 +177,7 @@ def test_sequential_classifier_trains_with_masks():
         [
             keras.Input(shape=(6,), dtype="int32"),
             keras.layers.Embedding(cases.VOCABULARY_SIZE, cases.D_MODEL, mask_zero=True),
-            ka.TransformerEncoderBlock(NUM_HEADS, INTERMEDIATE_DIM),
+            ka.TransformerEncoderBlock(num_heads=NUM_HEADS, intermediate_dim=INTERMEDIATE_DIM),
             keras.layers.GlobalAveragePooling1D(),
             keras.layers.Dense(NUM_CLASSES),
         ]
@@ -200,7 +202,9 @@ def test_subclassed_encoder_decoder_trains():
 def test_decoder_only_language_model_trains_and_is_causal():
     ids = keras.Input(shape=(None,), dtype="int32")
     embedding = ka.PositionalEmbedding(cases.VOCABULARY_SIZE, cases.D_MODEL)
-    decoder = ka.TransformerDecoder(2, NUM_HEADS, INTERMEDIATE_DIM)
+    decoder = ka.TransformerDecoder(
+        num_layers=2, num_heads=NUM_HEADS, intermediate_dim=INTERMEDIATE_DIM
+    )
     logits = embedding(decoder(embedding(ids)), reverse=True)  # tied weights
     model = keras.Model(ids, logits)
     assert all(not block.has_cross_attention for block in decoder.blocks)

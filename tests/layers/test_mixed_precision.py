@@ -116,16 +116,18 @@ def decoder_scores(layer: keras.layers.Layer, scale: float) -> tuple:
 ATTENTION_CALLS = {
     "MultiHeadAttention": multi_head_scores,
     "TransformerEncoderBlock": lambda scale: encoder_scores(
-        ka.TransformerEncoderBlock(NUM_HEADS, INTERMEDIATE_DIM), scale
+        ka.TransformerEncoderBlock(num_heads=NUM_HEADS, intermediate_dim=INTERMEDIATE_DIM), scale
     ),
     "TransformerEncoder": lambda scale: encoder_scores(
-        ka.TransformerEncoder(2, NUM_HEADS, INTERMEDIATE_DIM), scale
+        ka.TransformerEncoder(num_layers=2, num_heads=NUM_HEADS, intermediate_dim=INTERMEDIATE_DIM),
+        scale,
     ),
     "TransformerDecoderBlock": lambda scale: decoder_scores(
-        ka.TransformerDecoderBlock(NUM_HEADS, INTERMEDIATE_DIM), scale
+        ka.TransformerDecoderBlock(num_heads=NUM_HEADS, intermediate_dim=INTERMEDIATE_DIM), scale
     ),
     "TransformerDecoder": lambda scale: decoder_scores(
-        ka.TransformerDecoder(2, NUM_HEADS, INTERMEDIATE_DIM), scale
+        ka.TransformerDecoder(num_layers=2, num_heads=NUM_HEADS, intermediate_dim=INTERMEDIATE_DIM),
+        scale,
     ),
 }
 

@@ -1,5 +1,7 @@
 """Multi-head attention (Section 3.2.2) against a float64 NumPy reference built from its weights."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -27,10 +29,21 @@ def _built_layer(
     return layer
 
 
-def _dense(layer: keras.layers.EinsumDense, x: np.ndarray, equation: str) -> np.ndarray:
-    """An `EinsumDense` projection recomputed in float64 from the layer's weights."""
-    out = np.einsum(equation, reference.to_float64(x), reference.as_float64(layer.kernel))
-    return out if layer.bias is None else out + reference.as_float64(layer.bias)
+def _dense(layer: keras.layers.Dense, x: np.ndarray, equation: str) -> np.ndarray:
+    """A projection recomputed in float64 from the layer's weights, per head: the `Dense`
+    kernel `(d, heads * head_dim)` read as `(d, heads, head_dim)` for `btd,dnh->btnh`, and
+    `(heads * head_dim, d)` as `(heads, head_dim, d)` for `bqnh,nhd->bqd`."""
+    kernel = reference.as_float64(layer.kernel)
+    rows, columns = kernel.shape
+    splits_input = equation.startswith("btd,")
+    if splits_input:
+        kernel = kernel.reshape(rows, HEADS, columns // HEADS)
+    else:
+        kernel = kernel.reshape(HEADS, rows // HEADS, columns)
+    out = np.einsum(equation, reference.to_float64(x), kernel)
+    if layer.bias is None:
+        return out
+    return out + reference.as_float64(layer.bias).reshape(out.shape[2:])
 
 
 def _reference_mask(
@@ -130,7 +143,7 @@ CASES = {
     "cross_attention": ({}, (3, D_MODEL), (6, 12, None), ()),
     "cross_attention_key": ({}, (3, D_MODEL), (6, 12, 10), ()),
     "dim_overrides": (
-        {"key_dim": 3, "value_dim": 5, "output_dim": 7},
+        {"key_dim": 3, "value_dim": 5, "output_shape": 7},
         (4, D_MODEL),
         (6, 12, None),
         (),
@@ -480,7 +493,7 @@ def test_cache_update_index_needs_a_cache():
 
 def test_symbolic_outputs():
     query, value = keras.Input((3, D_MODEL)), keras.Input((5, 12))
-    layer = MultiHeadAttention(num_heads=HEADS, output_dim=7)
+    layer = MultiHeadAttention(num_heads=HEADS, output_shape=7)
     output, scores = layer(query, value, return_attention_scores=True)
     assert tuple(output.shape) == (None, 3, 7)
     assert tuple(scores.shape) == (None, HEADS, 3, 5)
@@ -511,3 +524,124 @@ def test_large_logits_do_not_overflow_in_float16(return_scores: bool):
     want, _ = _reference_mha(exact, query, value)
     assert np.all(np.isfinite(output))
     np.testing.assert_allclose(output, want, atol=0.02 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("with_cache", [False, True], ids=["value", "projected_cache"])
+def test_query_groups_share_their_row_of_keys_and_values(with_cache: bool):
+    """`query_group_size=3`: rows 3b..3b+2 of the query attend over row b of the value (its
+    mask, its projected cache), as if the value were repeated per query row (float64)."""
+    group, query_len, key_len = 3, 2, 5
+    rows = group * BATCH
+    query = _random((rows, query_len, D_MODEL), seed=1)
+    value = _random((BATCH, key_len, D_MODEL), seed=2)
+    layer = _built_layer(query[:BATCH], value)
+    value_mask = np.arange(key_len)[None, :] < np.array([[key_len], [3]])  # (B, Tk)
+    query_mask = np.random.default_rng(3).random((rows, query_len)) < 0.8
+    explicit = np.random.default_rng(4).random((rows, query_len, key_len)) < 0.7
+    output, scores = _call(
+        layer,
+        query,
+        value,
+        query_mask=query_mask,
+        value_mask=value_mask,
+        attention_mask=explicit,
+        cache=layer.compute_key_value_cache(value) if with_cache else None,
+        query_group_size=group,
+        return_attention_scores=True,
+    )
+    mask = reference.attention_mask(
+        rows,
+        query_len,
+        key_len,
+        query_padding=query_mask,
+        key_padding=np.repeat(value_mask, group, axis=0),
+        explicit=explicit,
+    )
+    expected, expected_scores = _reference_mha(
+        layer, query, np.repeat(value, group, axis=0), mask=mask
+    )
+    np.testing.assert_allclose(output, expected, **TOLERANCE)
+    np.testing.assert_allclose(scores, expected_scores, **TOLERANCE)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"use_causal_mask": True}, "use_causal_mask=True"),
+        ({"append_to_cache": True}, "append_to_cache=True"),
+        ({"query_group_size": 4}, "multiple of query_group_size=4 rows"),
+        ({"query_group_size": 0}, "query_group_size=0"),
+    ],
+)
+def test_query_groups_are_for_shared_keys_only(kwargs: dict, message: str):
+    query, value = _random((6, 2, D_MODEL), seed=1), _random((BATCH, 5, D_MODEL), seed=2)
+    layer = _built_layer(query[:BATCH], value)
+    with pytest.raises(ValueError, match=message):
+        layer(query, value, **{"query_group_size": 3, **kwargs})
+
+
+def test_kernel_regularizer_adds_one_loss_per_projection():
+    x = _random((BATCH, 4, D_MODEL), 1)
+    layer = MultiHeadAttention(
+        num_heads=HEADS, kernel_regularizer=keras.regularizers.L2(0.1), bias_regularizer="l1"
+    )
+    layer(x, x)
+    denses = (layer.query_dense, layer.key_dense, layer.value_dense, layer.output_dense)
+    expected = sum(
+        0.1 * (reference.as_float64(d.kernel) ** 2).sum()
+        + 0.01 * np.abs(reference.as_float64(d.bias)).sum()
+        for d in denses
+    )
+    assert len(layer.losses) == 8
+    total = sum(float(to_numpy(loss)) for loss in layer.losses)
+    np.testing.assert_allclose(total, expected, rtol=1e-5)
+
+
+def test_kernel_constraint_holds_after_a_training_step():
+    inputs = keras.Input((4, D_MODEL))
+    outputs = MultiHeadAttention(
+        num_heads=HEADS, kernel_constraint=keras.constraints.NonNeg(), name="attention"
+    )(inputs, inputs)
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer=keras.optimizers.SGD(1.0), loss="mse")
+    x = _random((BATCH, 4, D_MODEL), 2)
+    model.fit(x, -x, epochs=1, verbose=0)
+    layer = model.get_layer("attention")
+    for dense in (layer.query_dense, layer.key_dense, layer.value_dense, layer.output_dense):
+        assert to_numpy(dense.kernel).min() >= 0.0
+
+
+def test_lora_on_a_projection_starts_at_the_same_outputs():
+    x = _random((BATCH, 4, D_MODEL), 3)
+    layer = _built_layer(x, x)
+    expected = _call(layer, x, x)[0]
+    layer.value_dense.enable_lora(2)
+    assert layer.value_dense.lora_enabled
+    np.testing.assert_allclose(_call(layer, x, x)[0], expected, atol=1e-6)
+    layer.value_dense.lora_kernel_b.assign(np.ones(layer.value_dense.lora_kernel_b.shape))
+    assert not np.allclose(_call(layer, x, x)[0], expected, atol=1e-3)
+
+
+def test_old_output_dim_keyword_is_read_as_output_shape():
+    layer = MultiHeadAttention.from_config({"num_heads": HEADS, "output_dim": 7})
+    assert layer.output_shape == 7 and layer.output_dim == 7
+    assert layer.get_config()["output_shape"] == 7 and "output_dim" not in layer.get_config()
+    x = _random((BATCH, 4, D_MODEL), 4)
+    assert tuple(layer(x, x).shape) == (BATCH, 4, 7)
+    with pytest.raises(ValueError, match="output_dim=5"):
+        MultiHeadAttention(num_heads=HEADS, output_shape=7, output_dim=5)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [({"attention_axes": (2,)}, "attention_axes=(2,)"), ({"output_shape": (3, 4)}, "output_shape")],
+)
+def test_unsupported_keras_arguments_are_named(arguments: dict, named: str):
+    with pytest.raises(ValueError, match=re.escape(named)):
+        MultiHeadAttention(num_heads=HEADS, **arguments)
+
+
+def test_keras_style_arguments_are_accepted():
+    layer = MultiHeadAttention(num_heads=HEADS, output_shape=(7,), attention_axes=(1,))
+    x = _random((BATCH, 4, D_MODEL), 5)
+    assert tuple(layer(x, x).shape) == (BATCH, 4, 7)

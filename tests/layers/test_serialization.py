@@ -26,6 +26,10 @@ def config_value(value):
     """How an argument's value appears in `get_config()` (Keras objects are serialized)."""
     if isinstance(value, keras.initializers.Initializer):
         return keras.initializers.serialize(value)
+    if isinstance(value, keras.regularizers.Regularizer):
+        return keras.regularizers.serialize(value)
+    if isinstance(value, keras.constraints.Constraint):
+        return keras.constraints.serialize(value)
     if callable(value):
         return keras.activations.serialize(value)
     return value

@@ -101,7 +101,9 @@ def test_keras_masks_flow_from_embeddings_through_the_encoder(kind: str):
     target, target_values = ref.keras_masked_embedding(
         kind, ref.token_ids(ref.TARGET_PADDING, 5), seed=6
     )
-    encoder = ref.built_layer(TransformerEncoder(NUM_LAYERS, **ref.LAYER_SIZE), source_values)
+    encoder = ref.built_layer(
+        TransformerEncoder(num_layers=NUM_LAYERS, **ref.LAYER_SIZE), source_values
+    )
     decoder = make_decoder()
     output = decoder(target, encoder(source))
     encoded = encoder(source_values, padding_mask=ref.SOURCE_PADDING)

@@ -256,6 +256,7 @@ def test_hypotheses_share_their_sentence_cross_attention_cache(norm_first: bool)
         self_attention_cache_update_index=0,
         append_to_cache=True,
         cross_attention_cache=block.compute_cross_attention_cache(source),
+        encoder_group_size=copies,
         return_attention_scores=True,
     )
     source_padding = np.repeat(ref.SOURCE_PADDING, copies, axis=0)
@@ -267,3 +268,17 @@ def test_hypotheses_share_their_sentence_cross_attention_cache(norm_first: bool)
     )
     ref.assert_close(output, expected)
     ref.assert_close(scores["cross_attention"], expected_scores["cross_attention"])
+
+
+@pytest.mark.parametrize("with_cache", [False, True], ids=["encoder_sequence", "cross_cache"])
+def test_hypotheses_without_their_group_size_are_refused(with_cache: bool):
+    """Rows that do not match the encoder's rows times `encoder_group_size` are named, not
+    guessed from the mismatch."""
+    block = make_block()
+    source = ref.random_sequence(S, seed=2)
+    target = np.zeros((3 * ref.BATCH, T, ref.D_MODEL), "float32")
+    cache = block.compute_cross_attention_cache(source) if with_cache else None
+    with pytest.raises(ValueError, match="encoder_group_size=1 rows per row of encoder_sequence"):
+        block(target, source, cross_attention_cache=cache)
+    with pytest.raises(ValueError, match="encoder_group_size=2 rows per row"):
+        block(target, source, cross_attention_cache=cache, encoder_group_size=2)

@@ -163,8 +163,9 @@ def assert_built_block_sizes(block: keras.layers.Layer, attention_names: tuple, 
     d_model, heads = sizes["d_model"], sizes["num_heads"]
     for name in attention_names:
         attention = getattr(block, name)
-        assert tuple(attention.query_dense.kernel.shape) == (d_model, heads, d_model // heads)
-        assert tuple(attention.output_dense.kernel.shape) == (heads, d_model // heads, d_model)
+        assert attention.num_heads == heads
+        assert tuple(attention.query_dense.kernel.shape) == (d_model, d_model)
+        assert tuple(attention.output_dense.kernel.shape) == (d_model, d_model)
         assert getattr(block, f"{name}_dropout").rate == sizes["dropout"]
     assert tuple(block.feed_forward.inner_dense.kernel.shape) == (
         d_model,

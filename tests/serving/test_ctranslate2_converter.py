@@ -320,6 +320,14 @@ def test_an_unknown_quantization_is_refused_before_any_work(tokenizer, tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_keras_quantized_model_is_refused(tokenizer, tmp_path):
+    model = tiny_model(tokenizer)
+    model.quantize("int8")
+    with pytest.raises(ValueError, match=r"quantized.*quantization='int8'.*token_embedding"):
+        convert_to_ctranslate2(model, tokenizer, tmp_path / "model")
+    assert not (tmp_path / "model").exists()
+
+
 def folder_contents(path: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(path.iterdir())}
 

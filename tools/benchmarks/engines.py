@@ -8,7 +8,7 @@ that speed can be read at equal quality. The engines:
 
 - `ours`: `greedy_search` and `beam_search` (with our length penalty `alpha`), each traced
   once into a `tf.function` with dynamic shapes;
-- `ours_int8`: the same on a copy quantized with `model.quantize("int8")`;
+- `ours_int8`: the same on a copy quantized with `model.quantize("int8")` (weight-only int8);
 - `ctranslate2_float32`, `ctranslate2_int8`: the model converted by
   `keras_attention.serving.ctranslate2_converter` (int8 weights for the second), run by
   `ctranslate2.Translator(device="cpu", intra_threads=<cores>)`. Its length penalty is
