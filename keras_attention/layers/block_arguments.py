@@ -87,6 +87,11 @@ class BlockArguments(keras.layers.Layer):
 
     def _attention(self, name: str, query_shape, value_shape) -> MultiHeadAttention:
         """A built multi-head attention sub-layer named `name` (Section 3.2.2)."""
+        d_model = query_shape[-1]
+        if d_model % self.num_heads:
+            raise ValueError(
+                f"num_heads must divide d_model; got num_heads={self.num_heads}, d_model={d_model}"
+            )
         attention = MultiHeadAttention(
             self.num_heads,
             dropout=self.attention_dropout,

@@ -78,11 +78,6 @@ class TransformerDecoderBlock(BlockArguments):
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
         shape = decoder_sequence_shape
-        d_model = shape[-1]
-        if d_model % self.num_heads:
-            raise ValueError(
-                f"num_heads must divide d_model; got num_heads={self.num_heads}, d_model={d_model}"
-            )
         self.self_attention = self._attention("self_attention", shape, shape)
         self.self_attention_norm = self._norm("self_attention_norm", shape)
         self.self_attention_dropout = self._dropout("self_attention_dropout")

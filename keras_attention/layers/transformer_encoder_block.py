@@ -51,11 +51,6 @@ class TransformerEncoderBlock(BlockArguments):
     """
 
     def build(self, inputs_shape):
-        d_model = inputs_shape[-1]
-        if d_model % self.num_heads:
-            raise ValueError(
-                f"num_heads must divide d_model; got num_heads={self.num_heads}, d_model={d_model}"
-            )
         self.self_attention = self._attention("self_attention", inputs_shape, inputs_shape)
         self.self_attention_norm = self._norm("self_attention_norm", inputs_shape)
         self.self_attention_dropout = self._dropout("self_attention_dropout")
