@@ -14,3 +14,5 @@ AGNOSTIC=(tests/core tests/layers tests/decoding tests/test_masks.py tests/model
   tests/models/test_deferred_collection.py tests/training/test_memorize.py)
 KERAS_BACKEND=torch python -m pytest -q -n 2 "${AGNOSTIC[@]}" "$@"
 KERAS_BACKEND=jax python -m pytest -q -n 2 --durations=10 "${AGNOSTIC[@]}" "$@"
+# The documentation site, strict: a broken link, anchor or API reference fails the command.
+site="$(mktemp -d)" && NO_MKDOCS_2_WARNING=1 python -m mkdocs build --strict --quiet -d "$site" && rm -rf "$site"
