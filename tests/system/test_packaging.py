@@ -161,3 +161,50 @@ def test_the_wheel_ships_py_typed_the_licence_and_the_console_scripts(wheel):
     metadata = wheel.read(f"{info}/METADATA").decode()
     assert "Requires-Dist: keras>=3.8" in metadata
     assert 'Requires-Dist: tensorflow>=2.18; extra == "train"' in metadata
+
+
+# The import names of the distributions the package may import, by where they are declared.
+IMPORT_NAMES = {
+    "keras": "keras",
+    "numpy": "numpy",
+    "tensorflow": "tensorflow",
+    "tensorflow_text": "tensorflow-text",
+    "tensorboard": "tensorboard",
+    "sentencepiece": "sentencepiece",
+    "sacrebleu": "sacrebleu",
+    "sacremoses": "sacremoses",
+    "matplotlib": "matplotlib",
+    "tensorflow_serving": "tensorflow-serving-api",
+    "ctranslate2": "ctranslate2",
+    # Installed by a declared distribution: h5py by Keras, protobuf (`google.protobuf`) by TF.
+    "h5py": "keras",
+    "google": "tensorflow",
+}
+
+
+def imported_top_level_names(package: Path) -> set[str]:
+    """The top-level module names that the package's files import (any depth, any place)."""
+    import ast
+
+    names = set()
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def test_every_third_party_import_of_the_package_is_declared(config):
+    # The training tools, whose extra is `train`, reach everything but CTranslate2's converter.
+    third_party = imported_top_level_names(ROOT / "keras_attention") - set(sys.stdlib_module_names)
+    third_party -= {"keras_attention", "keras_attention_cli"}
+    unknown = third_party - set(IMPORT_NAMES)
+    assert not unknown, f"imports without a declared distribution: {sorted(unknown)}"
+    extras = config["options"]["extras_require"]
+    declared = requirement_names(config["options"]["install_requires"])
+    train = declared | requirement_names(extras["train"])
+    serve = train | requirement_names(extras["serve"])
+    assert {IMPORT_NAMES[name] for name in third_party} <= serve
+    assert {IMPORT_NAMES[name] for name in third_party} - {"ctranslate2"} <= train
