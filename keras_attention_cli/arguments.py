@@ -126,6 +126,8 @@ def resolve_model_argument(parser: argparse.ArgumentParser, args: argparse.Names
         args: the parsed arguments, with `model` (`None` when not given).
     """
     args.preset_dir = None
+    for name in ("run_dir", "saved_model"):
+        setattr(args, name, getattr(args, name, None))
     if getattr(args, "model", None) is None:
         return
     from keras_attention.models.preset_sources import PRESET, RUN, SAVED_MODEL, folder_kind

@@ -179,7 +179,7 @@ def check_run_output(config: object) -> None:
     """
     pairs = [*(config.train or []), config.valid or [], config.test or []]
     inputs = [*corpus_inputs(p for pair in pairs for p in pair), config.data_dir]
-    check_output_folder(config.output_dir, "--output-dir", inputs, may_be_run=True)
+    check_output_folder(config.output_dir, "--run-dir", inputs, may_be_run=True)
 
 
 def check_standard_output(inputs: Iterable[PathLike | None]) -> None:

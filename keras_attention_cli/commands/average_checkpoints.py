@@ -19,6 +19,7 @@ from pathlib import Path
 from keras_attention_cli.arguments import ArgumentParser
 from keras_attention_cli.errors import UserError, fail, run_command, user_errors
 from keras_attention_cli.files import check_output_file
+from keras_attention_cli.old_spellings import add_run_dir, resolve_run_dir
 
 OUTPUT_SUFFIXES = (".keras", ".weights.h5")
 DEFAULT_LAST = 5
@@ -82,7 +83,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The checked arguments (`--last` 5 when neither it nor `--epochs`); argument errors exit
     with one line, `error: ...`."""
     parser = ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("run_dir", help="a folder written by tools/train.py")
+    add_run_dir(parser, "a folder written by tools/train.py (it may still be training)")
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--last", type=int, default=None, help=f"average the last N checkpoints ({DEFAULT_LAST})"
@@ -96,6 +97,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "(default: RUN_DIR/averaged.keras)",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    resolve_run_dir(parser, args)
     if args.epochs is None and args.last is None:
         args.last = DEFAULT_LAST
     if args.last is not None and args.last < 1:

@@ -18,14 +18,16 @@ import os
 from keras_attention_cli.arguments import ArgumentParser
 from keras_attention_cli.errors import run_command, user_errors
 from keras_attention_cli.files import check_output_dir
+from keras_attention_cli.old_spellings import add_old_spellings, add_run_dir, resolve_run_dir
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The checked arguments; errors in them or in the output folder exit with one line,
     `error: ...`, before any work."""
     parser = ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("run_dir", help="a folder written by tools/train.py")
-    parser.add_argument("--output-dir", required=True, help="the CTranslate2 model folder")
+    add_run_dir(parser, "a folder written by tools/train.py")
+    parser.add_argument("--output", default=None, help="the CTranslate2 model folder (required)")
+    add_old_spellings(parser, "convert_ctranslate2", {"--output": "output"})
     parser.add_argument("--model-file", default="model.keras", help="e.g. averaged.keras")
     parser.add_argument(
         "--quantization",
@@ -33,9 +35,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="CTranslate2 weight type, e.g. int8, int8_float16, float16 (default: float32)",
     )
     parser.add_argument(
-        "--overwrite", action="store_true", help="replace a CTranslate2 model in --output-dir"
+        "--overwrite", action="store_true", help="replace a CTranslate2 model in --output"
     )
     args = parser.parse_args(argv)
+    resolve_run_dir(parser, args)
+    if args.output is None:
+        parser.error("the following arguments are required: --output")
     from keras_attention.runs.output_guard import check_output_folder
     from keras_attention.serving.ctranslate2_converter import (
         check_ctranslate2_output_dir,
@@ -44,10 +49,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
     with user_errors(ImportError, OSError, ValueError):
         check_quantization(args.quantization)
-        check_output_dir(args.output_dir, "--output-dir")
+        check_output_dir(args.output, "--output")
         inputs = [args.run_dir, os.path.join(args.run_dir, args.model_file)]
-        check_output_folder(args.output_dir, "--output-dir", inputs)
-        check_ctranslate2_output_dir(args.output_dir, args.overwrite)
+        check_output_folder(args.output, "--output", inputs)
+        check_ctranslate2_output_dir(args.output, args.overwrite)
         if not os.path.isdir(args.run_dir):
             raise FileNotFoundError(f"the run folder {args.run_dir} does not exist")
     return args
@@ -64,7 +69,7 @@ def run(argv: list[str] | None = None) -> None:
     with user_errors(ImportError, OSError, ValueError):
         model, tokenizer = load_run(args.run_dir, args.model_file)
         path = convert_to_ctranslate2(
-            model, tokenizer, args.output_dir, args.quantization, args.overwrite
+            model, tokenizer, args.output, args.quantization, args.overwrite
         )
     print(f"converted {path}")
 

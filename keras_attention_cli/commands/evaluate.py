@@ -29,6 +29,7 @@ from keras_attention_cli.arguments import (
 )
 from keras_attention_cli.errors import run_command, user_errors
 from keras_attention_cli.files import check_output_file
+from keras_attention_cli.old_spellings import add_old_spellings
 
 # What --run-dir alone decides; --saved-model has its own model and beam search.
 RUN_ONLY = ("model_file", "checkpoint", "beam_size", "alpha")
@@ -87,8 +88,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-dir", help="a folder written by tools/train.py")
-    source.add_argument("--saved-model", help="an exported version folder (export/1)")
-    source.add_argument("--model", help="a run folder, a preset folder or an exported version")
+    source.add_argument(
+        "--model", help="a run folder, a preset folder or an exported version folder (export/1)"
+    )
+    add_old_spellings(source, "evaluate", {"--model": "model"})
     model = parser.add_mutually_exclusive_group()
     model.add_argument(
         "--model-file", default=None, help="with --run-dir: e.g. averaged.keras (default: "
@@ -105,7 +108,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--limit", type=int_at_least(1), default=None, help="the first N only")
     add_search_arguments(parser)
     parser.add_argument("--batch-size", type=int_at_least(1), default=64, help="sentences per call")
-    parser.add_argument("--hypotheses", default=None, help="write the translations here")
+    parser.add_argument("--output", default=None, help="write the translations to this file")
+    add_old_spellings(parser, "evaluate", {"--output": "output"})
     args = parser.parse_args(argv)
     resolve_model_argument(parser, args)
     given = ["--" + name.replace("_", "-") for name in RUN_ONLY if getattr(args, name) is not None]
@@ -114,12 +118,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     given = [name for name in given if name in ("--model-file", "--checkpoint")]
     if args.preset_dir is not None and given:
         parser.error(f"{', '.join(given)}: only with a run folder; {args.preset_dir} is a preset")
-    if args.hypotheses is not None:
+    if args.output is not None:
         from keras_attention.runs import output_guard
 
         with user_errors():
-            check_output_file(args.hypotheses, "--hypotheses")
-            output_guard.check_output_file(args.hypotheses, "--hypotheses", read_files(args))
+            check_output_file(args.output, "--output")
+            output_guard.check_output_file(args.output, "--output", read_files(args))
     return args
 
 
@@ -187,9 +191,9 @@ def run(argv: list[str] | None = None) -> None:
     sources, references = sources[: args.limit], references[: args.limit]
     print(f"{described}: {len(sources)} sentences")
     hypotheses, _ = translate_all(translate, sources, args.batch_size)
-    if args.hypotheses:
+    if args.output:
         with user_errors(OSError):  # e.g. a disk that filled up meanwhile
-            write_hypotheses(args.hypotheses, hypotheses)
+            write_hypotheses(args.output, hypotheses)
     scores = score(hypotheses, references, moses_language(language or "de"))
     print(scores.summary())
     print(json.dumps({"bleu": scores.bleu, "chrf": scores.chrf, "bleu_lc": scores.bleu_lowercase}))

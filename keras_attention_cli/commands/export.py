@@ -23,6 +23,7 @@ import os
 from keras_attention_cli.arguments import ArgumentParser, int_at_least, non_negative_float
 from keras_attention_cli.errors import UserError, run_command, user_errors
 from keras_attention_cli.files import check_output_dir, read_input_lines
+from keras_attention_cli.old_spellings import add_old_spellings, add_run_dir, resolve_run_dir
 
 # Warm-up requests: the first sentence alone, then this many together (per signature).
 WARMUP_LINES = 8
@@ -32,9 +33,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The checked arguments (`export_dir` filled in); argument errors and an export folder
     that cannot be written exit with one line, `error: ...`, before any work."""
     parser = ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("run_dir", help="a folder written by tools/train.py")
+    add_run_dir(parser, "a folder written by tools/train.py")
     parser.add_argument("--model-file", default="model.keras", help="e.g. averaged.keras")
-    parser.add_argument("--export-dir", default=None, help="default: RUN_DIR/export")
+    parser.add_argument(
+        "--output", default=None, help="the SavedModel's folder, one version per subfolder "
+        "(default: RUN_DIR/export)",
+    )  # fmt: skip
+    add_old_spellings(parser, "export", {"--output": "output"})
     parser.add_argument(
         "--preset-dir", default=None, help="write a preset folder (keras-hub's layout) instead"
     )
@@ -68,6 +73,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "default: a float32 copy of its weights, faster on CPU",
     )
     args = parser.parse_args(argv)
+    resolve_run_dir(parser, args)
     if args.preset_dir is not None:
         check_preset_arguments(parser, args)
         return args
@@ -77,14 +83,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
     if args.chunk_size is None:
         args.chunk_size = DEFAULT_CHUNK_SIZE
-    args.export_dir = args.export_dir or os.path.join(args.run_dir, "export")
-    target = os.path.join(args.export_dir, str(args.version))
+    args.output = args.output or os.path.join(args.run_dir, "export")
+    target = os.path.join(args.output, str(args.version))
     if args.version is not None and os.path.exists(target) and not args.overwrite:
         parser.error(f"{target} exists; pass --overwrite or another --version")
     with user_errors():
-        check_output_dir(args.export_dir, "--export-dir")
+        check_output_dir(args.output, "--output")
         output_guard.check_output_folder(
-            args.export_dir, "--export-dir", read_files(args),
+            args.output, "--output", read_files(args),
             allowed=[os.path.join(args.run_dir, "export")],
         )  # fmt: skip
         args.warmup_sentences = None
@@ -103,7 +109,7 @@ def check_preset_arguments(parser: argparse.ArgumentParser, args: argparse.Names
     from keras_attention.runs.output_guard import check_output_folder
 
     export_only = {
-        "--export-dir": args.export_dir is not None, "--version": args.version is not None,
+        "--output": args.output is not None, "--version": args.version is not None,
         "--overwrite": args.overwrite, "--chunk-size": args.chunk_size is not None,
         "--warmup-file": args.warmup_file is not None, "--model-dtype": args.model_dtype,
     }  # fmt: skip
@@ -159,7 +165,7 @@ def run(argv: list[str] | None = None) -> None:
     with user_errors(OSError):  # e.g. the version appeared meanwhile, or a full disk
         path = export_translator(
             translator,
-            args.export_dir,
+            args.output,
             args.version,
             overwrite=args.overwrite,
             warmup_sentences=args.warmup_sentences,

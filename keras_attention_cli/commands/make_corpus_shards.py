@@ -16,6 +16,7 @@ import time
 from keras_attention_cli.arguments import ArgumentParser, int_at_least
 from keras_attention_cli.errors import run_command, user_errors
 from keras_attention_cli.files import check_output_dir
+from keras_attention_cli.old_spellings import add_old_spellings
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -23,7 +24,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int_at_least(1), required=True, help="pairs in all")
     parser.add_argument("--shards", type=int_at_least(1), default=16, help="shard pairs")
-    parser.add_argument("--output-dir", required=True, help="the shards' folder")
+    parser.add_argument("--output", default=None, help="the shards' folder (required)")
+    add_old_spellings(parser, "make_corpus_shards", {"--output": "output"})
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--processes", type=int_at_least(1), default=1, help="shards at once")
     parser.add_argument("--plain", action="store_true", help="plain text, not gzip")
@@ -31,6 +33,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--held-out", type=int_at_least(1), default=500, help="pairs of val.* and test.* each"
     )
     args = parser.parse_args(argv)
+    if args.output is None:
+        parser.error("the following arguments are required: --output")
     if args.pairs < args.shards:
         parser.error(f"--pairs {args.pairs} is fewer than --shards {args.shards}")
     return args
@@ -43,25 +47,25 @@ def run(argv: list[str] | None = None) -> None:
     from keras_attention.runs.output_guard import check_output_folder
 
     with user_errors():
-        check_output_dir(args.output_dir, "--output-dir")
-        check_output_folder(args.output_dir, "--output-dir")  # no run's files
+        check_output_dir(args.output, "--output")
+        check_output_folder(args.output, "--output")  # no run's files
     from keras_attention.data.corpus_shards import write_held_out, write_sharded_corpus
 
     started = time.monotonic()
     with user_errors(OSError):
         paths = write_sharded_corpus(
-            args.output_dir,
+            args.output,
             args.pairs,
             args.shards,
             seed=args.seed,
             compress=not args.plain,
             processes=args.processes,
         )
-        write_held_out(args.output_dir, args.held_out, seed=args.seed)
+        write_held_out(args.output, args.held_out, seed=args.seed)
     seconds = time.monotonic() - started
     size = sum(os.path.getsize(p) for pair in paths for p in pair)
     print(
-        f"wrote {args.pairs} pairs in {len(paths)} shard pairs to {args.output_dir} "
+        f"wrote {args.pairs} pairs in {len(paths)} shard pairs to {args.output} "
         f"({size / 2**20:.1f} MiB) in {seconds:.1f} s"
     )
 

@@ -47,6 +47,7 @@ from keras_attention_cli.arguments import (
 )
 from keras_attention_cli.errors import fail, run_command, user_errors
 from keras_attention_cli.files import check_output_dir
+from keras_attention_cli.old_spellings import add_old_spellings
 
 if TYPE_CHECKING:
     from keras_attention.runs.config import TrainConfig
@@ -63,7 +64,7 @@ MIXED_PRECISION_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")  # run
 # default then applies.
 CONFIG_DEFAULTS = ("output_dir", "max_length", "label_smoothing", "seed", "connect_timeout")
 # The option of each `TrainConfig` field whose name differs from `--<field-name>`.
-OPTIONS = {"model_overrides": "--override", "jit_compile": "--jit"}
+OPTIONS = {"model_overrides": "--override", "jit_compile": "--jit", "output_dir": "--run-dir"}
 CORPUS_FIELDS = ("train", "valid", "test")
 
 
@@ -167,12 +168,14 @@ def parse_args(argv: list[str] | None = None) -> tuple["TrainConfig", bool, bool
         "--data-dir", default=None, help="the named corpus's folder (Multi30k: downloaded if unset)"
     )
     parser.add_argument(
-        "--output-dir", default=None, help="the run folder (default: runs/translator)"
-    )
+        "--run-dir", dest="output_dir", default=None,
+        help="the run folder (default: runs/translator)",
+    )  # fmt: skip
+    add_old_spellings(parser, "train", {"--run-dir": "output_dir"})
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="remove the files of another run in --output-dir and start afresh",
+        help="remove the files of another run in --run-dir and start afresh",
     )
     parser.add_argument(
         "--train-pairs", type=positive, default=None, help="use only the first N training pairs"
@@ -397,7 +400,7 @@ def run(argv: list[str] | None = None) -> None:
     logging.getLogger("tensorflow").setLevel(logging.WARNING)
     config, export, overwrite = parse_args(argv)
     with user_errors():
-        check_output_dir(config.output_dir, "--output-dir")
+        check_output_dir(config.output_dir, "--run-dir")
         from keras_attention.runs.output_guard import check_run_output
 
         check_run_output(config)  # none of its inputs, no other run's files

@@ -320,7 +320,7 @@ def check_mean(found: list, *saved: list) -> None:
 
 def test_average_tool_weights_only_output(run: TinyRun, tmp_path: Path, capsys):
     output = tmp_path / "avg.weights.h5"
-    load_tool("average_checkpoints").main([str(run.path), "--last", "2", "--output", str(output)])
+    load_tool("average_checkpoints").main(["--run-dir", str(run.path), "--last", "2", "--output", str(output)])
     assert "averaged 2 checkpoints (epoch_001.weights.h5 .. epoch_002.weights.h5)" in (
         capsys.readouterr().out
     )
@@ -333,7 +333,7 @@ def test_average_tool_weights_only_output(run: TinyRun, tmp_path: Path, capsys):
 def test_average_tool_epochs_to_a_keras_file(run: TinyRun, run_copy: Path):
     output = run_copy / "averaged.keras"
     output.write_bytes(b"an older file, replaced")
-    load_tool("average_checkpoints").main([str(run_copy), "--epochs", "2", "1"])
+    load_tool("average_checkpoints").main(["--run-dir", str(run_copy), "--epochs", "2", "1"])
     check_mean(keras.models.load_model(output).get_weights(), run.weights[1], run.weights[2])
     model, _ = load_run_model(run_copy)  # model.keras is still absent: the last checkpoint
     assert_weights_equal(model.get_weights(), run.weights[2])
@@ -456,6 +456,6 @@ def test_tools_decode_with_the_run_beam_search_unless_given(
     monkeypatch.setattr(
         "keras_attention.serving.export.export_translator", lambda *a, **k: "exported"
     )
-    load_tool("export").main([str(run_copy), "--model-file", weights, *flags])
+    load_tool("export").main(["--run-dir", str(run_copy), "--model-file", weights, *flags])
     assert recorded.calls == [expected] * 3
     assert capsys.readouterr().out.endswith("exported exported\n")
