@@ -353,5 +353,7 @@ def test_export_tool_writes_a_preset_folder_once(finished_run: Path, tmp_path: P
     assert_weights_equal(Transformer.from_preset(target).get_weights(), expected)
     err = tool_error(capsys, "export", "--run-dir", finished_run, "--preset-dir", target)
     assert f"{target} exists and is not an empty folder" in err
-    err = tool_error(capsys, "export", "--run-dir", finished_run, "--preset-dir", tmp_path / "x", "--overwrite")
+    err = tool_error(
+        capsys, "export", "--run-dir", finished_run, "--preset-dir", tmp_path / "x", "--overwrite"
+    )
     assert "--overwrite: only for a SavedModel export" in err

@@ -320,7 +320,9 @@ def check_mean(found: list, *saved: list) -> None:
 
 def test_average_tool_weights_only_output(run: TinyRun, tmp_path: Path, capsys):
     output = tmp_path / "avg.weights.h5"
-    load_tool("average_checkpoints").main(["--run-dir", str(run.path), "--last", "2", "--output", str(output)])
+    load_tool("average_checkpoints").main(
+        ["--run-dir", str(run.path), "--last", "2", "--output", str(output)]
+    )
     assert "averaged 2 checkpoints (epoch_001.weights.h5 .. epoch_002.weights.h5)" in (
         capsys.readouterr().out
     )

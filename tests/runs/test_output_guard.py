@@ -136,7 +136,9 @@ def test_standard_output_redirected_into_an_input(tmp_path: Path, monkeypatch):
 def test_the_tools_refuse_a_runs_files_in_one_line(tmp_path: Path, run):
     other = fake_run(tmp_path / "other")
     checkpoint = run / "checkpoints" / "epoch_001.weights.h5"
-    line = main_error("average_checkpoints", "--run-dir", run, "--epochs", "1", "2", "--output", checkpoint)
+    line = main_error(
+        "average_checkpoints", "--run-dir", run, "--epochs", "1", "2", "--output", checkpoint
+    )
     assert f"--output {checkpoint}" in line
     assert checkpoint.read_bytes() == b"weights 1"
     line = main_error("evaluate", "--run-dir", run, "--output", other / "bleu.json")
@@ -155,8 +157,6 @@ def test_the_tools_refuse_a_runs_files_in_one_line(tmp_path: Path, run):
     corpus.mkdir()
     (corpus / "a.en").write_text("x\n")
     (corpus / "a.de").write_text("y\n")
-    line = main_error(
-        "train", "--train", corpus / "a.en", corpus / "a.de", "--run-dir", tmp_path
-    )
+    line = main_error("train", "--train", corpus / "a.en", corpus / "a.de", "--run-dir", tmp_path)
     assert f"--run-dir {tmp_path}: holds the tool's input" in line
     assert not (tmp_path / "config.json").exists()

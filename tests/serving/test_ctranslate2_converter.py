@@ -408,7 +408,15 @@ def test_the_tool_converts_a_run_folder(run_dir, tokenizer, sources, tmp_path, c
     float32_size = (output / "model.bin").stat().st_size
 
     load_tool("convert_ctranslate2").main(
-        ["--run-dir", str(run_dir), "--output", str(output), "--quantization", "int8", "--overwrite"]
+        [
+            "--run-dir",
+            str(run_dir),
+            "--output",
+            str(output),
+            "--quantization",
+            "int8",
+            "--overwrite",
+        ]
     )
     assert capsys.readouterr().out == f"converted {output}\n"
     assert (output / "model.bin").stat().st_size < float32_size
@@ -432,7 +440,9 @@ def test_the_tool_refuses_an_existing_output_without_overwrite(run_dir, tmp_path
 
 
 def test_the_tool_reports_an_unknown_quantization(run_dir, tmp_path, capsys):
-    error = cli_error(capsys, "--run-dir", run_dir, "--output", tmp_path / "ct2", "--quantization", "int3")
+    error = cli_error(
+        capsys, "--run-dir", run_dir, "--output", tmp_path / "ct2", "--quantization", "int3"
+    )
     assert "quantization" in error and "int3" in error
     assert not (tmp_path / "ct2").exists()
 

@@ -109,10 +109,14 @@ def test_evaluate_scores_an_odd_run(odd_run: Path):
 
 def test_average_and_export_an_odd_run(odd_run: Path):
     output = odd_run / "averaged [1].keras"
-    printed = run_main("average_checkpoints", "--run-dir", odd_run, "--last", "1", "--output", output)
+    printed = run_main(
+        "average_checkpoints", "--run-dir", odd_run, "--last", "1", "--output", output
+    )
     assert output.is_file() and str(output) in printed
     export_dir = odd_run / "export *?"
-    printed = run_main("export", "--run-dir", odd_run, "--model-file", output.name, "--output", export_dir)
+    printed = run_main(
+        "export", "--run-dir", odd_run, "--model-file", output.name, "--output", export_dir
+    )
     assert str(export_dir / "1") in printed
     translations = load_exported(export_dir / "1")(sentences=tf.constant(SENTENCES))
     assert translations["translations"].shape == (len(SENTENCES),)

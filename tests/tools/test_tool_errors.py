@@ -81,7 +81,12 @@ def program_error(tool: str, *args: str | Path, stdin: bytes = b"") -> str:
     ("tool", "args", "option", "output"),
     [
         ("evaluate", ["--run-dir", "{run}"], "--output", "{missing}/hypotheses.txt"),
-        ("average_checkpoints", ["--run-dir", "{run}", "--last", "2"], "--output", "{missing}/avg.keras"),
+        (
+            "average_checkpoints",
+            ["--run-dir", "{run}", "--last", "2"],
+            "--output",
+            "{missing}/avg.keras",
+        ),
         ("export", ["--run-dir", "{run}"], "--output", "{file}/export"),
     ],
 )
@@ -140,7 +145,10 @@ def test_a_truncated_model_keras_is_called_corrupt(run_copy: Path):
     ("tool", "args"),
     [
         ("evaluate", ["--run-dir", "{run}", "--checkpoint", "epoch_002.weights.h5"]),
-        ("average_checkpoints", ["--run-dir", "{run}", "--last", "2", "--output", "{run}/avg.weights.h5"]),
+        (
+            "average_checkpoints",
+            ["--run-dir", "{run}", "--last", "2", "--output", "{run}/avg.weights.h5"],
+        ),
     ],
 )
 def test_a_truncated_checkpoint_is_called_corrupt(run_copy: Path, tool: str, args: list[str]):

@@ -222,7 +222,11 @@ def test_evaluate_a_saved_model_on_part_of_the_test_split(saved_model: Path, tmp
 @pytest.mark.parametrize(
     ("tool", "args", "needed"),
     [
-        ("average_checkpoints", ["--run-dir", "{run}"], "config.json"),  # rebuilds the model from it
+        (
+            "average_checkpoints",
+            ["--run-dir", "{run}"],
+            "config.json",
+        ),  # rebuilds the model from it
         ("export", ["--run-dir", "{run}"], "model.keras"),
         ("translate", ["--run-dir", "{run}"], "model.keras"),
         ("evaluate", ["--run-dir", "{run}"], "model.keras"),

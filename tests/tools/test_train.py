@@ -215,9 +215,7 @@ def test_a_misaligned_corpus_is_named(tmp_path: Path):
         (data / f"{split}.de").write_text(
             "eine Katze .\n" + ("" if split == "train" else "ein Hund .\n")
         )
-    error = user_error(
-        "--dataset", "multi30k", "--data-dir", data, "--run-dir", tmp_path / "run"
-    )
+    error = user_error("--dataset", "multi30k", "--data-dir", data, "--run-dir", tmp_path / "run")
     assert "parallel files differ in length" in error and "train.en" in error
     assert not (tmp_path / "run").exists()
 
