@@ -104,7 +104,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dataset", default=None, help="generated or multi30k; default: the run's")
     parser.add_argument("--data-dir", default=None, help="default: the run's")
     parser.add_argument("--seed", type=int, default=None, help="generated corpus; default: run's")
-    parser.add_argument("--split", choices=["val", "test"], default="test")
+    parser.add_argument(
+        "--split", choices=["val", "test"], default="test", help="which split (default: test)"
+    )
     parser.add_argument("--limit", type=int_at_least(1), default=None, help="the first N only")
     add_search_arguments(parser)
     parser.add_argument("--batch-size", type=int_at_least(1), default=64, help="sentences per call")

@@ -43,7 +43,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--preset-dir", default=None, help="write a preset folder (keras-hub's layout) instead"
     )
-    parser.add_argument("--version", type=int_at_least(0), default=None)
+    parser.add_argument(
+        "--version", type=int_at_least(0), default=None,
+        help="the version folder to write (default: the next free one)",
+    )  # fmt: skip
     parser.add_argument("--overwrite", action="store_true", help="replace an existing version")
     parser.add_argument(
         "--beam-size", type=int_at_least(1), default=None, help="default: the run's, else 4"
@@ -51,7 +54,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--alpha", type=non_negative_float, default=None, help="default: the run's, else 0.6"
     )
-    parser.add_argument("--max-source-length", type=int_at_least(2), default=128)
+    parser.add_argument(
+        "--max-source-length", type=int_at_least(2), default=128,
+        help="longest source kept, in subword tokens; longer ones are cut (default: 128)",
+    )  # fmt: skip
     parser.add_argument(
         "--chunk-size",
         type=int_at_least(0),

@@ -26,7 +26,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--shards", type=int_at_least(1), default=16, help="shard pairs")
     parser.add_argument("--output", default=None, help="the shards' folder (required)")
     add_old_spellings(parser, "make_corpus_shards", {"--output": "output"})
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="the grammar's seed (default: 0)")
     parser.add_argument("--processes", type=int_at_least(1), default=1, help="shards at once")
     parser.add_argument("--plain", action="store_true", help="plain text, not gzip")
     parser.add_argument(

@@ -213,7 +213,10 @@ def parse_args(argv: list[str] | None = None) -> tuple["TrainConfig", bool, bool
         help="the learning rate falls linearly to zero over the last this many epochs "
         "(default: the recipe's)",
     )
-    parser.add_argument("--label-smoothing", type=non_negative_float, default=None)
+    parser.add_argument(
+        "--label-smoothing", type=non_negative_float, default=None,
+        help="label smoothing of the loss (default: 0.1, the paper's)",
+    )  # fmt: skip
     parser.add_argument(
         "--devices",
         nargs="*",
@@ -255,7 +258,10 @@ def parse_args(argv: list[str] | None = None) -> tuple["TrainConfig", bool, bool
         metavar="NAME=JSON",
         help="model argument replacing the preset's, e.g. --override dropout=0.1",
     )
-    parser.add_argument("--seed", type=int_at_least(0), default=None)
+    parser.add_argument(
+        "--seed", type=int_at_least(0), default=None,
+        help="seed of the corpus, the shuffling, the subword sampling and the weights (default: 0)",
+    )  # fmt: skip
     parser.add_argument(
         "--connect-timeout",
         type=float,
