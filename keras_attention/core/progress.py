@@ -7,6 +7,7 @@ the tools' logs keep only their results. Standard library only (no tqdm).
 
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 
@@ -98,3 +99,24 @@ class Progress:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def counted(translate: Callable, progress: Progress) -> Callable:
+    """`translate` (called with `sentences=`, a batch) counting each batch's sentences in
+    `progress`, e.g. for `keras_attention.evaluation.translate_all`.
+
+    Example:
+
+    >>> progress = Progress("translating")
+    >>> counted(lambda sentences: sentences, progress)(sentences=["a", "b"])
+    ['a', 'b']
+    >>> progress.done
+    2
+    """
+
+    def call(sentences):
+        result = translate(sentences=sentences)
+        progress.update(len(sentences))
+        return result
+
+    return call

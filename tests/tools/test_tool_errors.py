@@ -244,7 +244,7 @@ def test_tensorflow_start_up_lines_only_with_verbose(verbose: bool, tmp_path: Pa
 
 def test_corpus_shards_refuse_fewer_pairs_than_shards(tmp_path: Path):
     error = user_error("make_corpus_shards", "--pairs", "2", "--shards", "4",
-                       "--run-dir", tmp_path / "out")  # fmt: skip
+                       "--output", tmp_path / "out")  # fmt: skip
     assert error == "error: --pairs 2 is fewer than --shards 4"
     assert not (tmp_path / "out").exists()
 
@@ -252,5 +252,5 @@ def test_corpus_shards_refuse_fewer_pairs_than_shards(tmp_path: Path):
 def test_corpus_shards_name_an_output_that_is_a_file(tmp_path: Path):
     (tmp_path / "a_file").write_text("not a folder")
     error = user_error("make_corpus_shards", "--pairs", "8", "--shards", "2",
-                       "--run-dir", tmp_path / "a_file")  # fmt: skip
-    assert f"--run-dir {tmp_path / 'a_file'}" in error
+                       "--output", tmp_path / "a_file")  # fmt: skip
+    assert f"--output {tmp_path / 'a_file'}" in error
