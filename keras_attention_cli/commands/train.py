@@ -433,29 +433,35 @@ def run(argv: list[str] | None = None) -> None:
     except TrainingDivergedError as error:
         fail(divergence_message(error, run.config))
     try:
-        report(result, export)
+        report(result, export, verbose="--verbose" in (sys.argv[1:] if argv is None else argv))
     finally:
         result.cleanup()
     print(f"wall-clock time of this process: {(time.monotonic() - started) / 60:.1f} min")
 
 
-def report(result: "TrainResult", export: bool) -> None:
-    """Prints the run's results; exports, reloads and scores the translator if `export`."""
+def report(result: "TrainResult", export: bool, verbose: bool = False) -> None:
+    """Prints the run's results; exports, reloads and scores the translator if `export`.
+
+    The settings are one short line (all of them, as JSON, with `verbose`: they are in the
+    run's config.json too); scores and metrics are words and rounded figures
+    (`runs.report_lines`).
+    """
+    from keras_attention.runs.report_lines import config_line, metrics_text, validation_line
     from keras_attention.runs.serving_check import export_and_evaluate
 
     config = result.config
     if not result.is_chief:
         print("non-chief worker: its files went to a temporary folder, removed at the end")
-    print("config:", json.dumps(dataclasses.asdict(config)))
-    metrics = result.test_metrics.items()  # a metric that was not a number is None (null)
-    print("test:", json.dumps({k: None if v is None else round(float(v), 4) for k, v in metrics}))
+    settings = dataclasses.asdict(config)
+    print("config:", json.dumps(settings) if verbose else config_line(settings).split(": ", 1)[1])
+    # A metric that was not a number is None (n/a).
+    print("test:", metrics_text(result.test_metrics))
     print("model:", result.model_path)
     if result.selection is not None:
         chosen = result.selection
         print(f"final weights, chosen on the validation split: {chosen.name}")
         for name, scores in chosen.validation.items():
-            shown = {k: "null" if v is None else f"{v:.2f}" for k, v in scores.items()}
-            print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in shown.items()))
+            print("  " + validation_line(name, scores))
     if not export:
         return
     check = export_and_evaluate(result)
