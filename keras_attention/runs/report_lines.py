@@ -87,7 +87,7 @@ def config_line(config: Mapping[str, object]) -> str:
     'config: generated corpus, preset tiny, 3 epochs, 4096 tokens a batch, vocabulary 800, beam 4, alpha 0.6 (all settings: runs/a/config.json, or --verbose)'
     """  # noqa: E501 (a doctest's output)
     train = config.get("train")
-    parts = [f"{config.get('dataset')} corpus" if not train else "your corpus"]
+    parts = [f"{config.get('dataset') or 'generated'} corpus" if not train else "your corpus"]
     if config.get("preset") is not None:
         parts.append(f"preset {config['preset']}")
     if config.get("train_steps"):
