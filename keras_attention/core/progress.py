@@ -1,13 +1,15 @@
 """Progress of long work on one line of stderr, rewritten in place, only at a terminal.
 
-The tools show it while translating a file, scoring, choosing weights and exporting. When
+The tools show it while translating a file, scoring, choosing weights and exporting
+(`Progress` counts sentences; `working` names a step that has no count, such as an export). When
 stderr is not a terminal (a log file, a pipe, a test), `Progress` writes nothing at all, so
 the tools' logs keep only their results. Standard library only (no tqdm).
 """
 
+import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TextIO
 
 
@@ -120,3 +122,34 @@ def counted(translate: Callable, progress: Progress) -> Callable:
         return result
 
     return call
+
+
+@contextlib.contextmanager
+def working(label: str, stream: TextIO | None = None) -> Iterator[None]:
+    """At a terminal, `label ...` on stderr while the block runs, then `label: 12.3 s`.
+
+    For work without a count (an export). Silent when the stream is not a terminal; the
+    line is ended whether the block succeeds or raises.
+
+    Example:
+
+    >>> import io
+    >>> stream = io.StringIO()
+    >>> with working("exporting", stream):
+    ...     pass
+    >>> stream.getvalue()
+    ''
+    """
+    stream = sys.stderr if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    shown = bool(isatty and isatty())
+    started = time.monotonic()
+    if shown:
+        stream.write(f"{label} ...")
+        stream.flush()
+    try:
+        yield
+    finally:
+        if shown:
+            stream.write(f"\r\x1b[K{label}: {time.monotonic() - started:.1f} s\n")
+            stream.flush()

@@ -1,13 +1,15 @@
 """Average the weights of a run's epoch checkpoints into one model (paper, Section 6.1).
 
-python tools/average_checkpoints.py runs/translator --last 5
-python tools/average_checkpoints.py runs/translator --epochs 8 9 10 --output avg.weights.h5
+python tools/average_checkpoints.py --run-dir runs/translator --last 5
+python tools/average_checkpoints.py --run-dir runs/translator --epochs 8 9 10 \
+    --output avg.weights.h5
 
 The run may still be training: the model is rebuilt from its config.json and tokenizer.model
 (model.keras is not needed). The output is a full model (.keras) or weights only
 (.weights.h5, for `tools/evaluate.py --checkpoint PATH`); it is written atomically, and
 checked before any work. Errors are one line, `error: ...`, naming the argument or file (a
-missing or corrupt checkpoint or config.json), with exit status 2.
+missing or corrupt checkpoint or config.json), with exit status 2. The run folder given
+positionally (the old spelling) still works, with a deprecation line on stderr.
 """
 
 import argparse

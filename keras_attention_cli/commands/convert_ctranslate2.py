@@ -1,15 +1,17 @@
 """Convert a trained translator to a CTranslate2 model, for fast CPU (and GPU) inference.
 
-    python tools/convert_ctranslate2.py runs/translator --output-dir runs/translator/ct2
-    python tools/convert_ctranslate2.py runs/translator --output-dir ct2_int8 --quantization int8
+    python tools/convert_ctranslate2.py --run-dir runs/translator --output runs/translator/ct2
+    python tools/convert_ctranslate2.py --run-dir runs/translator --output ct2_int8 \
+        --quantization int8
 
-Needs `pip install ctranslate2`. Writes OUTPUT_DIR (model.bin, config.json,
+Needs `pip install ctranslate2`. Writes the --output folder (model.bin, config.json,
 shared_vocabulary.json) atomically: a failed conversion leaves nothing half-written. An
-existing non-empty OUTPUT_DIR is refused unless --overwrite, and --overwrite replaces only a
+existing non-empty --output folder is refused unless --overwrite, and --overwrite replaces only a
 CTranslate2 model. CTranslate2 takes SentencePiece pieces and appends `</s>` itself (see
 keras_attention/serving/ctranslate2_converter.py). Errors are one line, `error: ...`, naming the
 argument or file (a missing run folder, a missing or corrupt model or tokenizer, an output
-folder that may not be written), with exit status 2.
+folder that may not be written), with exit status 2. The old spellings (the run folder
+positionally, --output-dir) still work, with a deprecation line on stderr.
 """
 
 import argparse

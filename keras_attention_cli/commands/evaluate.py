@@ -39,7 +39,7 @@ from keras_attention_cli.errors import fail, run_command, user_errors
 from keras_attention_cli.files import check_output_file, read_input_lines
 from keras_attention_cli.old_spellings import add_old_spellings
 
-# What --run-dir alone decides; --saved-model has its own model and beam search.
+# What --run-dir alone decides; a SavedModel has its own model and beam search.
 RUN_ONLY = ("model_file", "checkpoint", "beam_size", "alpha")
 
 
@@ -60,8 +60,8 @@ def run_settings(run_dir: str | None) -> dict:
 
 
 def load_scored_model(args: argparse.Namespace):
-    """The translate function of `--saved-model`, of a preset folder or of the run's model,
-    and that model's path.
+    """The translate function of an exported version folder, of a preset folder or of the
+    run's model, and that model's path.
 
     The run's model file is located once and then loaded by its path, so that the path
     printed is the one scored even if the run writes a new checkpoint meanwhile. Beam width

@@ -1,15 +1,19 @@
 """Export a trained translator as a SavedModel for TensorFlow Serving.
 
-    python tools/export.py runs/translator --export-dir runs/translator/export
-    python tools/export.py runs/translator --preset-dir presets/en-de
+    python tools/export.py --run-dir runs/translator        # into runs/translator/export/1
+    python tools/export.py --run-dir runs/translator --output serving/translator
+    python tools/export.py --run-dir runs/translator --preset-dir presets/en-de
 
-Writes EXPORT_DIR/<version>/ (next free version unless --version), atomically, with the
+Writes OUTPUT/<version>/ (--output, default RUN_DIR/export; the next free version unless
+--version), atomically, with the
 `serving_default` and `greedy` signatures and TF Serving's warm-up requests (the first lines
 of --warmup-file, else a few built-in English sentences). The beam width and length penalty
 default to the run's (config.json; 4 and 0.6 for older runs). A request is decoded
 --chunk-size sentences at a time (0: all at once). The export folder and the warm-up file are
 checked before any work; errors are one line, `error: ...`, naming the argument or file (a
-missing or corrupt model, tokenizer or config.json), with exit status 2.
+missing or corrupt model, tokenizer or config.json), with exit status 2. The old spellings
+(the run folder positionally, --export-dir) still work, with a deprecation line on stderr.
+At a terminal, stderr shows that the export is under way and how long it took.
 
 With --preset-dir, writes instead a preset folder in keras-hub's layout (config.json,
 model.weights.h5, metadata.json, assets/tokenizer/), atomically, which
@@ -30,7 +34,7 @@ WARMUP_LINES = 8
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """The checked arguments (`export_dir` filled in); argument errors and an export folder
+    """The checked arguments (`output` filled in); argument errors and an export folder
     that cannot be written exit with one line, `error: ...`, before any work."""
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     add_run_dir(parser, "a folder written by tools/train.py")
@@ -135,9 +139,10 @@ def read_files(args: argparse.Namespace) -> list[str]:
 
 def save_preset(args: argparse.Namespace) -> None:
     """Writes the run as a preset folder (`save_run_as_preset`) and prints its path."""
+    from keras_attention.core.progress import working
     from keras_attention.runs.preset_export import save_run_as_preset
 
-    with user_errors():  # a missing or corrupt config.json, model or tokenizer; a full disk
+    with user_errors(), working("saving the preset"):  # a missing or corrupt file; a full disk
         path = save_run_as_preset(
             args.run_dir, args.preset_dir, args.model_file, beam_size=args.beam_size,
             alpha=args.alpha,
@@ -152,6 +157,7 @@ def run(argv: list[str] | None = None) -> None:
         save_preset(args)
         return
     # Imported once the arguments are checked, so that their errors come first.
+    from keras_attention.core.progress import working
     from keras_attention.runs.files import run_beam_search
     from keras_attention.runs.train import load_run
     from keras_attention.serving.export import export_translator
@@ -168,7 +174,7 @@ def run(argv: list[str] | None = None) -> None:
         max_source_length=args.max_source_length,
         chunk_size=args.chunk_size or None,
     )
-    with user_errors(OSError):  # e.g. the version appeared meanwhile, or a full disk
+    with user_errors(OSError), working("exporting"):  # the version appeared meanwhile; a full disk
         path = export_translator(
             translator,
             args.output,

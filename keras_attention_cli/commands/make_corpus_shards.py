@@ -1,12 +1,13 @@
 """Write a large synthetic English-German corpus as text shards, for streaming at scale.
 
-python tools/make_corpus_shards.py --pairs 4500000 --shards 32 --output-dir data/synthetic
+python tools/make_corpus_shards.py --pairs 4500000 --shards 32 --output data/synthetic
 
 The project's generated grammar, drawn with replacement, written shard by shard (memory stays
 flat): `train.NNNNN-of-MMMMM.en.gz` and `.de.gz`, line i of one translating line i of the
 other, and `val.en`/`val.de`, `test.en`/`test.de` (`--held-out` distinct pairs each): the
 folder `tools/train.py --dataset shards --data-dir` reads. About 15,000 pairs a second per
-process on these CPUs. Errors are one line, `error: ...`, with exit status 2.
+process on these CPUs. Errors are one line, `error: ...`, with exit status 2; --output-dir,
+the old spelling of --output, still works, with a deprecation line on stderr.
 """
 
 import argparse

@@ -1,7 +1,7 @@
 """Train a Transformer translator with the paper's recipe (the main command).
 
     python tools/train.py              # the generated corpus, about 5 minutes on 2 CPU cores
-    python tools/train.py --train my.de my.fr --output-dir runs/de-fr   # your own files
+    python tools/train.py --train my.de my.fr --run-dir runs/de-fr   # your own files
     python tools/train.py --train 'big/train.*.en.gz' 'big/train.*.de.gz' \
         --valid big/dev.en big/dev.de --test big/test.en big/test.de   # shards, by glob
     python tools/train.py --dataset multi30k --data-dir data/multi30k  # the Multi30k files
@@ -14,7 +14,7 @@ the run's data/ folder; pairs whose source is a validation or test source are re
 training. The settings you do not give come from the recipe that the corpus's size picks
 (docs/own-data.md: the table); the run prints them, one line each, as it starts.
 
-Everything lands in --output-dir: config.json, tokenizer.model, backup/, checkpoints/, logs/
+Everything lands in --run-dir: config.json, tokenizer.model, backup/, checkpoints/, logs/
 (TensorBoard), training_log.csv, validation_bleu.json, bleu.json, test_metrics.json,
 learning_curve.png, model.keras and export/. A run folder belongs to one configuration: the
 same command started again there (after a kill, say) resumes the run, another is refused with
@@ -26,7 +26,7 @@ weights (both logged as warnings); what cannot be recovered is named in one line
 any epoch trains.
 
 With TF_CONFIG set to a cluster of several workers, start the same command on every worker:
-they train together under MultiWorkerMirroredStrategy. The chief writes --output-dir (which
+they train together under MultiWorkerMirroredStrategy. The chief writes --run-dir (which
 must be on storage all workers see); the others write to temporary folders, removed at the end.
 """
 
