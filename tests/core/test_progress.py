@@ -2,7 +2,9 @@
 
 import io
 
-from keras_attention.core.progress import Progress, counted
+import pytest
+
+from keras_attention.core.progress import Progress, counted, working
 
 
 class FakeTerminal(io.StringIO):
@@ -49,3 +51,16 @@ def test_counted_counts_the_sentences_of_each_call():
     translate(sentences=["d", "e"])
     assert progress.done == 5
     assert "5/5 sentences" in stream.getvalue()
+
+
+def test_working_names_the_step_and_its_time_at_a_terminal_even_when_it_fails():
+    stream = FakeTerminal()
+    with pytest.raises(RuntimeError), working("exporting", stream):
+        assert stream.getvalue() == "exporting ..."
+        raise RuntimeError("failed")
+    assert stream.getvalue().startswith("exporting ...\r")
+    assert stream.getvalue().endswith(" s\n") and "exporting: " in stream.getvalue()
+    quiet = io.StringIO()
+    with working("exporting", quiet):
+        pass
+    assert quiet.getvalue() == ""
