@@ -9,9 +9,11 @@ imports the checkout's packages.
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's packages
+CHECKOUT = str(Path(__file__).resolve().parents[1])
+if CHECKOUT not in sys.path:
+    sys.path.insert(0, CHECKOUT)  # the checkout's packages, not another installed copy
 
-from keras_attention_cli.commands.average_checkpoints import main, parse_args  # noqa: F401
+from keras_attention_cli.commands.average_checkpoints import main, parse_args  # noqa: E402, F401
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -115,7 +115,7 @@ def test_a_training_runs_output_folder_against_its_corpus(tmp_path: Path, run):
     train = [[str(corpus / "train.*.en"), str(corpus / "train.*.de")]]
     config = TrainConfig(output_dir=str(corpus), train=train)
     message = refused(check_run_output, config)
-    assert message.startswith(f"--output-dir {corpus}: ") and "train.1." in message
+    assert message.startswith(f"--run-dir {corpus}: ") and "train.1." in message
     config = TrainConfig(output_dir=str(run / "export" / "run"), train=train)
     assert "export" in refused(check_run_output, config)
     check_run_output(TrainConfig(output_dir=str(run), train=train))  # resumes its own run
