@@ -31,6 +31,7 @@ from pathlib import Path
 
 from keras_attention_cli.arguments import (
     ArgumentParser,
+    add_model_arguments,
     add_search_arguments,
     int_at_least,
     resolve_model_argument,
@@ -95,12 +96,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     or `None`); argument errors, unreadable or unequal --source/--reference files and an
     unwritable --output path exit with one line, `error: ...`, before any work."""
     parser = ArgumentParser(description=__doc__.split("\n")[0])
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--run-dir", help="a folder written by tools/train.py")
-    source.add_argument(
-        "--model", help="a run folder, a preset folder or an exported version folder (export/1)"
-    )
-    add_old_spellings(source, "evaluate", {"--model": "model"})
+    add_model_arguments(parser, "evaluate", "a folder written by tools/train.py")
     model = parser.add_mutually_exclusive_group()
     model.add_argument(
         "--model-file", default=None, help="with --run-dir: e.g. averaged.keras (default: "

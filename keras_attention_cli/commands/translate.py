@@ -26,6 +26,7 @@ from typing import TextIO
 
 from keras_attention_cli.arguments import (
     ArgumentParser,
+    add_model_arguments,
     add_search_arguments,
     int_at_least,
     resolve_model_argument,
@@ -33,18 +34,12 @@ from keras_attention_cli.arguments import (
 from keras_attention_cli.errors import UserError, run_command, user_errors
 from keras_attention_cli.files import STDIN, check_output_file
 from keras_attention_cli.line_batches import check_inputs, line_batches
-from keras_attention_cli.old_spellings import add_old_spellings
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The checked arguments; argument errors exit with one line, `error: ...`."""
     parser = ArgumentParser(description=__doc__.split("\n")[0])
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--run-dir", help="a folder written by tools/train.py (model.keras)")
-    source.add_argument(
-        "--model", help="a run folder, a preset folder or an exported version folder (export/1)"
-    )
-    add_old_spellings(source, "translate", {"--model": "model"})
+    add_model_arguments(parser, "translate", "a folder written by tools/train.py (model.keras)")
     parser.add_argument("files", nargs="*", help="UTF-8 input files; - is stdin (default)")
     parser.add_argument(
         "--output", default=None, help="write the translations to this file (default: stdout)"
