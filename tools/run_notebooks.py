@@ -34,19 +34,22 @@ from typing import NoReturn
 import nbclient
 import nbformat
 
+from keras_attention_cli.arguments import int_at_least
+from keras_attention_cli.errors import fail
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
 # The notebooks' own switch (their first code cell): "1" shrinks data, models and epochs.
 SMALL_VARIABLE = "KERAS_ATTENTION_NOTEBOOK_SMALL"
 CELL_TIMEOUT_S = 3600
-EXIT_USER_ERROR = 2
+# A notebook that fails (a user error, such as an unknown name, exits with 2).
 EXIT_FAILED = 1
 
 
-def fail(message: str, status: int = EXIT_USER_ERROR) -> NoReturn:
-    """Prints `error: message` on one line to stderr and exits with `status`."""
+def failed(message: str) -> NoReturn:
+    """Prints `error: message` on one line to stderr and exits with `EXIT_FAILED`."""
     print(f"error: {' '.join(message.split())}", file=sys.stderr)
-    sys.exit(status)
+    sys.exit(EXIT_FAILED)
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -75,22 +78,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--timeout",
-        type=positive_int,
+        type=int_at_least(1),
         default=CELL_TIMEOUT_S,
         help=f"seconds a cell may run (default: {CELL_TIMEOUT_S})",
     )
     return parser.parse_args(argv)
-
-
-def positive_int(text: str) -> int:
-    """An argparse `type`: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1; got {value}")
-    return value
 
 
 def select_notebooks(notebook_dir: Path, names: list[str]) -> list[Path]:
@@ -183,9 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             notebook = execute(path, args.timeout)
         except nbclient.exceptions.CellExecutionError as error:
-            fail(f"{path.name} failed, left as it was: {error.ename}: {error.evalue}", EXIT_FAILED)
+            failed(f"{path.name} failed, left as it was: {error.ename}: {error.evalue}")
         except nbclient.exceptions.CellTimeoutError:
-            fail(f"{path.name}: a cell ran past --timeout {args.timeout} s", EXIT_FAILED)
+            failed(f"{path.name}: a cell ran past --timeout {args.timeout} s")
         write_notebook(notebook, path)
         minutes = (time.perf_counter() - start) / 60
         print(f"{path.name}: {minutes:.1f} min, {path.stat().st_size / 1024:.0f} KiB", flush=True)
