@@ -20,6 +20,6 @@ from keras_attention import layers, masks, models, training  # noqa: E402
 from keras_attention.distribute import replica_dropout  # noqa: E402, F401 (old files' layer)
 from keras_attention.layers import *  # noqa: E402, F403
 from keras_attention.models.transformer import Transformer  # noqa: E402
+from keras_attention.version import __version__  # noqa: E402, F401 (keras_attention.__version__)
 
-__version__ = "0.1.0"
 __all__ = ["Transformer", "layers", "masks", "models", "training", *layers.__all__]

@@ -11,7 +11,7 @@ imports Keras and registers the library's classes.
 
 - `arguments`: `ArgumentParser` (one-line errors, `--verbose`), the argument types, the
   search options, `--model`;
-- `errors`: `UserError`, `fail`, `user_errors`, and `run_tool`, which runs a tool's `main`
+- `errors`: `UserError`, `fail`, `user_errors`, and `run_command`, which runs a tool's work
   (closed pipes, SIGINT and SIGTERM, full disks);
 - `files`: the checks of the paths a tool will write, and input text read with errors that
   name the file and line.

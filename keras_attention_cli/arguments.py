@@ -113,6 +113,25 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def add_model_arguments(parser: argparse.ArgumentParser, tool: str, run_help: str) -> None:
+    """Adds the model to use, one of `--run-dir` and `--model` (required), with the old
+    spelling `--saved-model` of `--model` (`old_spellings`); see `resolve_model_argument`.
+
+    Args:
+        parser: the tool's parser.
+        tool: the tool's name, for its old spellings, e.g. `"translate"`.
+        run_help: the help text of `--run-dir`.
+    """
+    from keras_attention_cli.old_spellings import add_old_spellings
+
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run-dir", help=run_help)
+    source.add_argument(
+        "--model", help="a run folder, a preset folder or an exported version folder (export/1)"
+    )
+    add_old_spellings(source, tool, {"--model": "model"})
+
+
 def resolve_model_argument(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Turns `--model PATH` into the option its folder stands for.
 
@@ -126,6 +145,8 @@ def resolve_model_argument(parser: argparse.ArgumentParser, args: argparse.Names
         args: the parsed arguments, with `model` (`None` when not given).
     """
     args.preset_dir = None
+    for name in ("run_dir", "saved_model"):
+        setattr(args, name, getattr(args, name, None))
     if getattr(args, "model", None) is None:
         return
     from keras_attention.models.preset_sources import PRESET, RUN, SAVED_MODEL, folder_kind

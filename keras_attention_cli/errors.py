@@ -4,16 +4,17 @@ A user error (a bad argument, a missing or corrupt file, undecodable text) is no
 gets no traceback: the tool prints one line naming the argument or the file and exits
 non-zero. Anything else still raises, with its traceback, because it is a bug.
 
-A tool runs its `main` through `run_tool`, which ends it quietly when its output goes into a
-closed pipe (`... | head -1`) and with one line when Ctrl-C or SIGTERM stop it. This module
-needs only the standard library; `storage_failure` imports `keras_attention.core.io_errors`
-when a tool fails, past its arguments.
+A tool's `main` runs its work through `run_command`, which ends it quietly when its output
+goes into a closed pipe (`... | head -1`) and with one line when Ctrl-C or SIGTERM stop it.
+This module needs only the standard library; `storage_failure` imports
+`keras_attention.core.io_errors` when a tool fails, past its arguments.
 """
 
 import contextlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import NoReturn
 
@@ -49,8 +50,9 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
-def run_tool(main: Callable[[], object], interrupted: str = INTERRUPTED_STATE) -> NoReturn:
-    """Runs a tool's `main` as a program; call it from the tool's `if __name__ == "__main__":`.
+def run_command(command: Callable[[], object], interrupted: str = INTERRUPTED_STATE) -> int:
+    """Runs a tool's work as a command and returns its exit status: the body of every
+    `keras_attention_cli.commands.<tool>.main`, which a console script passes to `sys.exit`.
 
     - Output into a closed pipe (`tool ... | head -1`) ends the tool quietly, without a
       traceback or a message: stdout goes to `os.devnull` (as Python's documentation of
@@ -63,45 +65,75 @@ def run_tool(main: Callable[[], object], interrupted: str = INTERRUPTED_STATE) -
       device: `keras_attention.core.io_errors.storage_error_line`) ends it with one line
       naming the file and the cause, exit status 2, whatever wrote the file (Python, h5py or
       TensorFlow).
-    - `main`'s own exit (`fail`, `sys.exit`) and its bugs (with their traceback) are kept.
+    - The command's own exit (`fail`, `sys.exit`) and its bugs (with their traceback) are
+      kept; a command that returns gives status 0.
 
     A signal that this process was started ignoring (a background job's SIGINT, `nohup`) stays
     ignored. Forked child processes that get SIGTERM end as they would without this handler.
+    The SIGTERM handler is the command's only: the previous one is back once it returns.
 
     Args:
-        main: the tool's `main`, called without arguments (it reads `sys.argv`).
+        command: the tool's work, called without arguments.
         interrupted: what an interrupted run leaves, for the message, e.g. `"the run folder
             resumes with the same command"`.
+
+    Returns:
+        The exit status: 0, 141 (a closed pipe) or 128 + a signal's number.
+
+    Example:
+
+    >>> run_command(lambda: print("done"))
+    done
+    0
     """
-    _stop_on_sigterm()
+    previous = _stop_on_sigterm()
     try:
         try:
-            main()
-        finally:
-            sys.stdout.flush()  # a closed pipe found here, not at the interpreter's exit
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(EXIT_BROKEN_PIPE)
-    except KeyboardInterrupt as error:
-        signum = getattr(error, "signum", signal.SIGINT)
-        for stopping in (signal.SIGINT, signal.SIGTERM):
-            if signal.getsignal(stopping) is not signal.SIG_IGN:
-                signal.signal(stopping, signal.SIG_DFL)
-        print(f"error: interrupted by {signal.Signals(signum).name}; {interrupted}",
-              file=sys.stderr)  # fmt: skip
-        sys.exit(128 + signum)
-    except Exception as error:
-        message = storage_failure(error)
-        if message is None:
-            raise
-        fail(message)
-    sys.exit(0)
+            try:
+                command()
+            finally:
+                sys.stdout.flush()  # a closed pipe found here, not at the interpreter's exit
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_BROKEN_PIPE
+        except KeyboardInterrupt as error:
+            signum = getattr(error, "signum", signal.SIGINT)
+            for stopping in (signal.SIGINT, signal.SIGTERM):
+                if signal.getsignal(stopping) is not signal.SIG_IGN:
+                    signal.signal(stopping, signal.SIG_DFL)
+            print(f"error: interrupted by {signal.Signals(signum).name}; {interrupted}",
+                  file=sys.stderr)  # fmt: skip
+            previous = None  # a second signal kills the process
+            return 128 + signum
+        except Exception as error:
+            message = storage_failure(error)
+            if message is None:
+                raise
+            fail(message)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return 0
 
 
-def _stop_on_sigterm() -> None:
-    """SIGTERM raises `Interrupted` in this process (unless it is ignored)."""
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return
+def run_tool(main: Callable[[], object], interrupted: str = INTERRUPTED_STATE) -> NoReturn:
+    """Runs `main` as a program (`run_command`) and exits with its status.
+
+    Args:
+        main: the tool's work, called without arguments (it reads `sys.argv`).
+        interrupted: what an interrupted run leaves, for the message.
+    """
+    sys.exit(run_command(main, interrupted))
+
+
+def _stop_on_sigterm() -> object:
+    """SIGTERM raises `Interrupted` in this process (unless it is ignored, handled already or
+    this is not the main thread); returns the handler it replaced (`None`: none replaced)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is not signal.SIG_DFL:
+        return None
     tool_pid = os.getpid()
 
     def stop(signum: int, frame: object) -> None:
@@ -112,6 +144,7 @@ def _stop_on_sigterm() -> None:
         raise Interrupted(signum)
 
     signal.signal(signal.SIGTERM, stop)
+    return previous
 
 
 @contextlib.contextmanager

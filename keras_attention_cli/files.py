@@ -33,7 +33,7 @@ def check_output_file(path: str | os.PathLike, argument: str) -> None:
 
     Args:
         path: the file the tool will write.
-        argument: the option that named it, e.g. `"--hypotheses"`, for the message.
+        argument: the option that named it, e.g. `"--output"`, for the message.
 
     Raises:
         UserError: naming `argument`, `path` and what is wrong.
@@ -51,7 +51,7 @@ def check_output_dir(path: str | os.PathLike, argument: str) -> None:
 
     Args:
         path: the folder the tool will write in.
-        argument: the option that named it, e.g. `"--export-dir"`, for the message.
+        argument: the option that named it, e.g. `"--output"`, for the message.
 
     Raises:
         UserError: naming `argument`, `path` and what is wrong.

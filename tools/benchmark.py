@@ -52,8 +52,8 @@ docs/reliability.md.
 process, the sides alternating; the ratio new / old of every throughput beside the run-to-run
 noise of each side. See tools/benchmarks/code_comparison.py.
 
-    python tools/make_corpus_shards.py --pairs 500000 --shards 4 --output-dir data/s05
-    python tools/make_corpus_shards.py --pairs 4500000 --shards 32 --output-dir data/s45
+    python tools/make_corpus_shards.py --pairs 500000 --shards 4 --output data/s05
+    python tools/make_corpus_shards.py --pairs 4500000 --shards 32 --output data/s45
     python tools/benchmark.py stream data/s05 data/s45 --train-steps 20
 
 `stream`: text shards streamed through `stream_batches`, each corpus in fresh processes: the

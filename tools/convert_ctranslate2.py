@@ -1,72 +1,19 @@
-"""Convert a trained translator to a CTranslate2 model, for fast CPU (and GPU) inference.
+"""`keras_attention_cli.commands.convert_ctranslate2` as a script: see that module for the command.
 
-    python tools/convert_ctranslate2.py runs/translator --output-dir runs/translator/ct2
-    python tools/convert_ctranslate2.py runs/translator --output-dir ct2_int8 --quantization int8
+    python tools/convert_ctranslate2.py --help
 
-Needs `pip install ctranslate2`. Writes OUTPUT_DIR (model.bin, config.json,
-shared_vocabulary.json) atomically: a failed conversion leaves nothing half-written. An
-existing non-empty OUTPUT_DIR is refused unless --overwrite, and --overwrite replaces only a
-CTranslate2 model. CTranslate2 takes SentencePiece pieces and appends `</s>` itself (see
-keras_attention/serving/ctranslate2_converter.py). Errors are one line, `error: ...`, naming the
-argument or file (a missing run folder, a missing or corrupt model or tokenizer, an output
-folder that may not be written), with exit status 2.
+The same as the console script `keras-attention-convert-ctranslate2`. Run from a checkout, it
+imports the checkout's packages.
 """
 
-import argparse
-import os
+import sys
+from pathlib import Path
 
-from keras_attention_cli.arguments import ArgumentParser
-from keras_attention_cli.errors import run_tool, user_errors
-from keras_attention_cli.files import check_output_dir
+CHECKOUT = str(Path(__file__).resolve().parents[1])
+if CHECKOUT not in sys.path:
+    sys.path.insert(0, CHECKOUT)  # the checkout's packages, not another installed copy
 
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """The checked arguments; errors in them or in the output folder exit with one line,
-    `error: ...`, before any work."""
-    parser = ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("run_dir", help="a folder written by tools/train.py")
-    parser.add_argument("--output-dir", required=True, help="the CTranslate2 model folder")
-    parser.add_argument("--model-file", default="model.keras", help="e.g. averaged.keras")
-    parser.add_argument(
-        "--quantization",
-        default=None,
-        help="CTranslate2 weight type, e.g. int8, int8_float16, float16 (default: float32)",
-    )
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace a CTranslate2 model in --output-dir"
-    )
-    args = parser.parse_args(argv)
-    from keras_attention.runs.output_guard import check_output_folder
-    from keras_attention.serving.ctranslate2_converter import (
-        check_ctranslate2_output_dir,
-        check_quantization,
-    )
-
-    with user_errors(ImportError, OSError, ValueError):
-        check_quantization(args.quantization)
-        check_output_dir(args.output_dir, "--output-dir")
-        inputs = [args.run_dir, os.path.join(args.run_dir, args.model_file)]
-        check_output_folder(args.output_dir, "--output-dir", inputs)
-        check_ctranslate2_output_dir(args.output_dir, args.overwrite)
-        if not os.path.isdir(args.run_dir):
-            raise FileNotFoundError(f"the run folder {args.run_dir} does not exist")
-    return args
-
-
-def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
-    # Imported once the arguments are checked, so that their errors come first.
-    from keras_attention.runs import load_run
-    from keras_attention.serving.ctranslate2_converter import convert_to_ctranslate2
-
-    # A missing or corrupt model or tokenizer; an output folder that appeared meanwhile.
-    with user_errors(ImportError, OSError, ValueError):
-        model, tokenizer = load_run(args.run_dir, args.model_file)
-        path = convert_to_ctranslate2(
-            model, tokenizer, args.output_dir, args.quantization, args.overwrite
-        )
-    print(f"converted {path}")
-
+from keras_attention_cli.commands.convert_ctranslate2 import main, parse_args  # noqa: E402, F401
 
 if __name__ == "__main__":
-    run_tool(main)
+    sys.exit(main())

@@ -1,62 +1,19 @@
-"""Write a large synthetic English-German corpus as text shards, for streaming at scale.
+"""`keras_attention_cli.commands.make_corpus_shards` as a script: see that module for the command.
 
-python tools/make_corpus_shards.py --pairs 4500000 --shards 32 --output-dir data/synthetic
+    python tools/make_corpus_shards.py --help
 
-The project's generated grammar, drawn with replacement, written shard by shard (memory stays
-flat): `train.NNNNN-of-MMMMM.en.gz` and `.de.gz`, line i of one translating line i of the
-other, and `val.en`/`val.de`, `test.en`/`test.de` (`--held-out` distinct pairs each): the
-folder `tools/train.py --dataset shards --data-dir` reads. About 15,000 pairs a second per
-process on these CPUs. Errors are one line, `error: ...`, with exit status 2.
+The same as the console script `keras-attention-make-corpus-shards`. Run from a checkout, it
+imports the checkout's packages.
 """
 
-import os
-import time
+import sys
+from pathlib import Path
 
-from keras_attention_cli.arguments import ArgumentParser, int_at_least
-from keras_attention_cli.errors import run_tool, user_errors
-from keras_attention_cli.files import check_output_dir
+CHECKOUT = str(Path(__file__).resolve().parents[1])
+if CHECKOUT not in sys.path:
+    sys.path.insert(0, CHECKOUT)  # the checkout's packages, not another installed copy
 
-
-def main(argv: list[str] | None = None) -> None:
-    parser = ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--pairs", type=int_at_least(1), required=True, help="pairs in all")
-    parser.add_argument("--shards", type=int_at_least(1), default=16, help="shard pairs")
-    parser.add_argument("--output-dir", required=True, help="the shards' folder")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--processes", type=int_at_least(1), default=1, help="shards at once")
-    parser.add_argument("--plain", action="store_true", help="plain text, not gzip")
-    parser.add_argument(
-        "--held-out", type=int_at_least(1), default=500, help="pairs of val.* and test.* each"
-    )
-    args = parser.parse_args(argv)
-    if args.pairs < args.shards:
-        parser.error(f"--pairs {args.pairs} is fewer than --shards {args.shards}")
-    # Imported once the arguments parse: the package loads Keras and TensorFlow.
-    from keras_attention.runs.output_guard import check_output_folder
-
-    with user_errors():
-        check_output_dir(args.output_dir, "--output-dir")
-        check_output_folder(args.output_dir, "--output-dir")  # no run's files
-    from keras_attention.data.corpus_shards import write_held_out, write_sharded_corpus
-
-    started = time.monotonic()
-    with user_errors(OSError):
-        paths = write_sharded_corpus(
-            args.output_dir,
-            args.pairs,
-            args.shards,
-            seed=args.seed,
-            compress=not args.plain,
-            processes=args.processes,
-        )
-        write_held_out(args.output_dir, args.held_out, seed=args.seed)
-    seconds = time.monotonic() - started
-    size = sum(os.path.getsize(p) for pair in paths for p in pair)
-    print(
-        f"wrote {args.pairs} pairs in {len(paths)} shard pairs to {args.output_dir} "
-        f"({size / 2**20:.1f} MiB) in {seconds:.1f} s"
-    )
-
+from keras_attention_cli.commands.make_corpus_shards import main, parse_args  # noqa: E402, F401
 
 if __name__ == "__main__":
-    run_tool(main)
+    sys.exit(main())

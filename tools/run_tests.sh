@@ -4,8 +4,14 @@
 # and the searches) under PyTorch and JAX. The TensorFlow suite runs in two processes
 # (pytest-xdist), a test file per process at a time, so that a file's module fixtures are built
 # once.
+# `--quick`: the quick subset, every test not marked `slow` (each module's fast tests) under
+# TensorFlow only, in about 3 minutes; for the edit-test loop, not instead of the whole command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ "${1:-}" == "--quick" ]]; then
+  shift
+  KERAS_BACKEND=tensorflow exec python -m pytest -q -n 2 --dist loadfile -m "not slow" tests "$@"
+fi
 # The slowest tests are listed (--durations) so that the suite's time can be kept in check.
 KERAS_BACKEND=tensorflow python -m pytest -q -n 2 --dist loadfile --durations=20 tests "$@"
 # The docstring examples of the package and of the tools' own, as doctests (set-up: conftest.py).
@@ -14,3 +20,5 @@ AGNOSTIC=(tests/core tests/layers tests/decoding tests/test_masks.py tests/model
   tests/models/test_deferred_collection.py tests/training/test_memorize.py)
 KERAS_BACKEND=torch python -m pytest -q -n 2 "${AGNOSTIC[@]}" "$@"
 KERAS_BACKEND=jax python -m pytest -q -n 2 --durations=10 "${AGNOSTIC[@]}" "$@"
+# The documentation site, strict: a broken link, anchor or API reference fails the command.
+site="$(mktemp -d)" && NO_MKDOCS_2_WARNING=1 python -m mkdocs build --strict --quiet -d "$site" && rm -rf "$site"

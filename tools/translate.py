@@ -1,86 +1,19 @@
-"""Translate sentences, one per line, from files or stdin, with a trained model or a SavedModel.
+"""`keras_attention_cli.commands.translate` as a script: see that module for the command.
 
-echo "A man rides a bike." | python tools/translate.py --run-dir runs/translator
-python tools/translate.py --saved-model runs/translator/export/1 sentences.txt
-python tools/translate.py --model presets/en-de sentences.txt   # run, preset or SavedModel
+    python tools/translate.py --help
 
-Prints one translation per input line, in order (an empty line translates to an empty line).
-The input is UTF-8; it is read, and checked, before the model is loaded. --model takes a run
-folder, a preset folder (tools/export.py --preset-dir) or an exported version folder, told
-apart by their files. With a run, the beam width and length penalty default to the run's
-(config.json; 4 and 0.6 for older runs); with a preset folder, to its metadata.json's.
-Errors are one line, `error: ...`, naming the argument or file (and line), with exit status 2.
+The same as the console script `keras-attention-translate`. Run from a checkout, it
+imports the checkout's packages.
 """
 
-import argparse
-import os
+import sys
+from pathlib import Path
 
-from keras_attention_cli.arguments import (
-    ArgumentParser,
-    add_search_arguments,
-    int_at_least,
-    resolve_model_argument,
-)
-from keras_attention_cli.errors import run_tool, user_errors
-from keras_attention_cli.files import read_input_lines
+CHECKOUT = str(Path(__file__).resolve().parents[1])
+if CHECKOUT not in sys.path:
+    sys.path.insert(0, CHECKOUT)  # the checkout's packages, not another installed copy
 
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """The checked arguments; argument errors exit with one line, `error: ...`."""
-    parser = ArgumentParser(description=__doc__.split("\n")[0])
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--run-dir", help="a folder written by tools/train.py (model.keras)")
-    source.add_argument("--saved-model", help="an exported version folder (export/1)")
-    source.add_argument("--model", help="a run folder, a preset folder or an exported version")
-    parser.add_argument("files", nargs="*", help="UTF-8 input files; - is stdin (default)")
-    parser.add_argument("--model-file", default=None, help="with a run folder (model.keras)")
-    add_search_arguments(parser)
-    parser.add_argument("--batch-size", type=int_at_least(1), default=64, help="sentences per call")
-    parser.add_argument("--scores", action="store_true", help="print the score before each line")
-    args = parser.parse_args(argv)
-    resolve_model_argument(parser, args)
-    run_only = {"--model-file": args.model_file, "--beam-size": args.beam_size,
-                "--alpha": args.alpha}  # fmt: skip
-    given = [name for name, value in run_only.items() if value is not None]
-    if args.saved_model is not None and given:
-        parser.error(f"{', '.join(given)}: only with --run-dir (a SavedModel has its own)")
-    if args.preset_dir is not None and args.model_file is not None:
-        parser.error(f"--model-file: only with a run folder; {args.preset_dir} is a preset folder")
-    if args.run_dir is not None and args.model_file is None:
-        args.model_file = "model.keras"
-    check_stdout(args)
-    return args
-
-
-def check_stdout(args: argparse.Namespace) -> None:
-    """Refuses, with one line, a standard output redirected into an input file or the
-    model's file (`translate.py in.txt > in.txt`), which the shell has emptied already."""
-    from keras_attention.runs.output_guard import check_standard_output
-
-    inputs = [name for name in args.files if name != "-"]
-    if args.run_dir is not None:
-        inputs.append(os.path.join(args.run_dir, args.model_file))
-    with user_errors():
-        check_standard_output(inputs)
-
-
-def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
-    with user_errors():
-        lines = read_input_lines(args.files or ["-"])
-    # Imported once the input is read, so that its errors come before the model loads.
-    from keras_attention.evaluation import translate_all
-    from keras_attention.runs.translate_function import load_translate_function
-
-    with user_errors():  # a missing or corrupt model, tokenizer or config.json
-        translate = load_translate_function(
-            args.run_dir, args.saved_model, args.model_file, args.beam_size, args.alpha,
-            model=args.preset_dir,
-        )  # fmt: skip
-    translations, scores = translate_all(translate, lines, args.batch_size)
-    for text, value in zip(translations, scores, strict=True):
-        print(f"{value:.4f}\t{text}" if args.scores else text)
-
+from keras_attention_cli.commands.translate import main, parse_args  # noqa: E402, F401
 
 if __name__ == "__main__":
-    run_tool(main, "it writes no file")
+    sys.exit(main())

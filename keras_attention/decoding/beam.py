@@ -17,11 +17,10 @@ from keras_attention.core.special_tokens import EOS_ID
 from keras_attention.decoding.constraints import (
     DEFAULT_EXTRA_LENGTH,
     NEG_INF,
-    check_lengths,
     first_tokens,
     length_penalty,
-    output_limits,
     restrict,
+    start_search,
 )
 from keras_attention.decoding.grouped_take import flat_rows, take_along_rows, take_in_groups
 from keras_attention.decoding.staged_loop import DEFAULT_STAGES, staged_while_loop, take_sentences
@@ -76,12 +75,10 @@ def beam_search(
     ((2, 6), (2,))
     """
     check_positive_int("beam_size", beam_size)
-    check_lengths(max_length, extra_length)
-    source_ids = ops.convert_to_tensor(source_ids, "int32")
     beams = beam_size
-    limits, length = output_limits(source_ids, extra_length, max_length)
-    batch = ops.shape(source_ids)[0]
-    state = model.start_decoding(source_ids, beams, length, use_cache)
+    batch, limits, length, state = start_search(
+        model, source_ids, beams, max_length, extra_length, use_cache
+    )
     # Only the first copy of each sentence is live at the start, so the K beams differ.
     first_only = ops.where(ops.arange(beams) == 0, 0.0, NEG_INF)
     variables = (

@@ -1,5 +1,6 @@
 """What both searches apply to every step: the length limits, the tokens never generated,
-the EOS forced at a sentence's limit, and the paper's length penalty.
+the EOS forced at a sentence's limit, and the paper's length penalty; and how both start
+(`start_search`: the limits checked and worked out, the model's first state).
 
 Conventions: the ids of `keras_attention.core.special_tokens` (0 padding, 2 BOS, 3 EOS).
 PAD and BOS are never generated; at a sentence's length limit EOS is forced.
@@ -36,6 +37,34 @@ def output_limits(source_ids, extra_length: int, max_length: int | None):
     if max_length is not None:
         limits = ops.minimum(limits, max_length)
     return limits, ops.max(limits)
+
+
+def start_search(
+    model,
+    source_ids,
+    copies: int,
+    max_length: int | None,
+    extra_length: int,
+    use_cache: bool,
+) -> tuple:
+    """The set-up both searches share, after checking `max_length` and `extra_length`.
+
+    Args:
+        model: a `DecodingModel` (`decoding.protocol`).
+        source_ids: int `(batch, S)` source ids ending with EOS, padded with 0.
+        copies: hypotheses per sentence (1 for greedy search, the beam size for beam search).
+        max_length, extra_length, use_cache: the search's arguments.
+
+    Returns:
+        `(batch, limits, length, state)`: the number of sentences, each sentence's limit
+        `(batch,)` and their maximum (see `output_limits`), and the model's first state
+        (`start_decoding`) for `copies` hypotheses of each sentence.
+    """
+    check_lengths(max_length, extra_length)
+    source_ids = ops.convert_to_tensor(source_ids, "int32")
+    limits, length = output_limits(source_ids, extra_length, max_length)
+    state = model.start_decoding(source_ids, copies, length, use_cache)
+    return ops.shape(source_ids)[0], limits, length, state
 
 
 def first_tokens(rows, length):

@@ -14,10 +14,9 @@ from keras_attention.core.sequence_buffer import write_positions
 from keras_attention.core.special_tokens import EOS_ID, PAD_ID
 from keras_attention.decoding.constraints import (
     DEFAULT_EXTRA_LENGTH,
-    check_lengths,
     first_tokens,
-    output_limits,
     restrict,
+    start_search,
 )
 from keras_attention.decoding.staged_loop import DEFAULT_STAGES, staged_while_loop, take_sentences
 
@@ -55,11 +54,9 @@ def greedy_search(
     >>> keras.ops.shape(tokens), keras.ops.shape(scores)
     ((2, 6), (2,))
     """
-    check_lengths(max_length, extra_length)
-    source_ids = ops.convert_to_tensor(source_ids, "int32")
-    limits, length = output_limits(source_ids, extra_length, max_length)
-    state = model.start_decoding(source_ids, 1, length, use_cache)
-    batch = ops.shape(source_ids)[0]
+    batch, limits, length, state = start_search(
+        model, source_ids, 1, max_length, extra_length, use_cache
+    )
     tokens = first_tokens(batch, length)  # (B, L + 1)
     scores = ops.zeros((batch,), "float32")
     finished = ops.zeros((batch,), "bool")

@@ -1,14 +1,20 @@
-"""The arguments shared by the Transformer's blocks and stacks (Section 3.1)."""
+"""The arguments shared by the Transformer's blocks and stacks (Section 3.1), and the
+sub-layers and blocks they make."""
 
 import keras
 
 from keras_attention.core.checks import check_positive_float, check_positive_int, check_rate
+from keras_attention.layers.initializers import clone_initializer
+from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.positionwise_feed_forward import PositionwiseFeedForward
 
 
 class BlockArguments(keras.layers.Layer):
     """Base of the blocks and the stacks: their shared arguments, checked and serialized.
 
-    Only arguments: what a block or a stack computes is in its own file. The arguments are
+    Only arguments, and the sub-layers made from them, named by the caller and built
+    (`_attention`, `_feed_forward`, `_norm`, `_dropout`; a stack's `_blocks`): what a block
+    or a stack computes, and the order of its sub-layers, is in its own file. The arguments are
     keyword-only, so that `TransformerEncoderBlock(8, 4)` cannot mean `num_heads=8` here and
     `intermediate_dim=8` to a keras-hub user (`keras_hub.layers.TransformerEncoder`'s order).
 
@@ -78,6 +84,67 @@ class BlockArguments(keras.layers.Layer):
             "kernel_initializer": self.kernel_initializer,
             "bias_initializer": self.bias_initializer,
         }
+
+    def _attention(self, name: str, query_shape, value_shape) -> MultiHeadAttention:
+        """A built multi-head attention sub-layer named `name` (Section 3.2.2)."""
+        d_model = query_shape[-1]
+        if d_model % self.num_heads:
+            raise ValueError(
+                f"num_heads must divide d_model; got num_heads={self.num_heads}, d_model={d_model}"
+            )
+        attention = MultiHeadAttention(
+            self.num_heads,
+            dropout=self.attention_dropout,
+            kernel_initializer=clone_initializer(self.kernel_initializer, name),
+            bias_initializer=clone_initializer(self.bias_initializer, name),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+        attention.build(query_shape, value_shape)
+        return attention
+
+    def _feed_forward(self, name: str, shape) -> PositionwiseFeedForward:
+        """A built position-wise feed-forward sub-layer named `name` (Section 3.3)."""
+        feed_forward = PositionwiseFeedForward(
+            self.intermediate_dim,
+            dropout=self.activation_dropout,
+            activation=self.activation,
+            kernel_initializer=clone_initializer(self.kernel_initializer, name),
+            bias_initializer=clone_initializer(self.bias_initializer, name),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+        feed_forward.build(shape)
+        return feed_forward
+
+    def _norm(self, name: str, shape) -> keras.layers.LayerNormalization:
+        """A built layer normalisation named `name`."""
+        norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        )
+        norm.build(shape)
+        return norm
+
+    def _dropout(self, name: str) -> keras.layers.Dropout:
+        """The residual dropout (`P_drop`) of one sub-layer's output, named `name`."""
+        return keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name=name)
+
+    def _blocks(self, block_class: type, num_layers: int, *input_shapes) -> list:
+        """A stack's `num_layers` blocks of `block_class`, `block_0`, `block_1`, ..., built
+        for `input_shapes`, each given these arguments and its own initializers (a seeded
+        one salted with the block's name, so that the blocks start from different weights)."""
+        blocks = []
+        for index in range(num_layers):
+            name = f"block_{index}"
+            arguments = {
+                **self.block_arguments(),
+                "kernel_initializer": clone_initializer(self.kernel_initializer, name),
+                "bias_initializer": clone_initializer(self.bias_initializer, name),
+            }
+            block = block_class(**arguments, dtype=self.dtype_policy, name=name)
+            block.build(*input_shapes)
+            blocks.append(block)
+        return blocks
 
     def compute_output_shape(self, *shapes, **named_shapes):
         first = shapes[0] if shapes else next(iter(named_shapes.values()))

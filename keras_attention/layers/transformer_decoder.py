@@ -5,7 +5,6 @@ import keras
 from keras_attention import masks
 from keras_attention.core.checks import check_positive_int
 from keras_attention.layers.block_arguments import BlockArguments
-from keras_attention.layers.initializers import clone_initializer
 from keras_attention.layers.output_spec import output_spec
 from keras_attention.layers.transformer_decoder_block import TransformerDecoderBlock
 
@@ -60,24 +59,12 @@ class TransformerDecoder(BlockArguments):
         self.num_layers = num_layers
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
-        self.blocks = []
-        for index in range(self.num_layers):
-            name = f"block_{index}"
-            arguments = {
-                **self.block_arguments(),
-                "kernel_initializer": clone_initializer(self.kernel_initializer, name),
-                "bias_initializer": clone_initializer(self.bias_initializer, name),
-            }
-            block = TransformerDecoderBlock(**arguments, dtype=self.dtype_policy, name=name)
-            block.build(decoder_sequence_shape, encoder_sequence_shape)
-            self.blocks.append(block)
+        shape = decoder_sequence_shape
+        self.blocks = self._blocks(
+            TransformerDecoderBlock, self.num_layers, shape, encoder_sequence_shape
+        )
         # Pre-LN blocks leave their output un-normalised: the stack ends with a norm.
-        self.final_norm = None
-        if self.norm_first:
-            self.final_norm = keras.layers.LayerNormalization(
-                epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="final_norm"
-            )
-            self.final_norm.build(decoder_sequence_shape)
+        self.final_norm = self._norm("final_norm", shape) if self.norm_first else None
 
     def initial_cache(self, batch_size, max_length) -> list:
         """Empty self-attention caches, one `(2, batch_size, heads, max_length, head_dim)`

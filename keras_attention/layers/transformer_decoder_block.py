@@ -5,10 +5,7 @@ from keras import ops
 
 from keras_attention import masks
 from keras_attention.layers.block_arguments import BlockArguments
-from keras_attention.layers.initializers import clone_initializer
-from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.output_spec import output_spec
-from keras_attention.layers.positionwise_feed_forward import PositionwiseFeedForward
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -81,56 +78,17 @@ class TransformerDecoderBlock(BlockArguments):
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
         shape = decoder_sequence_shape
-        d_model = shape[-1]
-        if d_model % self.num_heads:
-            raise ValueError(
-                f"num_heads must divide d_model; got num_heads={self.num_heads}, d_model={d_model}"
-            )
         self.self_attention = self._attention("self_attention", shape, shape)
         self.self_attention_norm = self._norm("self_attention_norm", shape)
-        self.self_attention_dropout = keras.layers.Dropout(
-            self.dropout, dtype=self.dtype_policy, name="self_attention_dropout"
-        )
+        self.self_attention_dropout = self._dropout("self_attention_dropout")
         self.has_cross_attention = encoder_sequence_shape is not None
         if self.has_cross_attention:
             self.cross_attention = self._attention("cross_attention", shape, encoder_sequence_shape)
             self.cross_attention_norm = self._norm("cross_attention_norm", shape)
-            self.cross_attention_dropout = keras.layers.Dropout(
-                self.dropout, dtype=self.dtype_policy, name="cross_attention_dropout"
-            )
-        self.feed_forward = PositionwiseFeedForward(
-            self.intermediate_dim,
-            dropout=self.activation_dropout,
-            activation=self.activation,
-            kernel_initializer=clone_initializer(self.kernel_initializer, "feed_forward"),
-            bias_initializer=clone_initializer(self.bias_initializer, "feed_forward"),
-            dtype=self.dtype_policy,
-            name="feed_forward",
-        )
-        self.feed_forward.build(shape)
+            self.cross_attention_dropout = self._dropout("cross_attention_dropout")
+        self.feed_forward = self._feed_forward("feed_forward", shape)
         self.feed_forward_norm = self._norm("feed_forward_norm", shape)
-        self.feed_forward_dropout = keras.layers.Dropout(
-            self.dropout, dtype=self.dtype_policy, name="feed_forward_dropout"
-        )
-
-    def _attention(self, name: str, query_shape, value_shape) -> MultiHeadAttention:
-        attention = MultiHeadAttention(
-            self.num_heads,
-            dropout=self.attention_dropout,
-            kernel_initializer=clone_initializer(self.kernel_initializer, name),
-            bias_initializer=clone_initializer(self.bias_initializer, name),
-            dtype=self.dtype_policy,
-            name=name,
-        )
-        attention.build(query_shape, value_shape)
-        return attention
-
-    def _norm(self, name: str, shape) -> keras.layers.LayerNormalization:
-        norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
-        )
-        norm.build(shape)
-        return norm
+        self.feed_forward_dropout = self._dropout("feed_forward_dropout")
 
     def initial_cache(self, batch_size, max_length):
         """An empty self-attention cache `(2, batch_size, heads, max_length, head_dim)`."""

@@ -5,7 +5,6 @@ import keras
 from keras_attention import masks
 from keras_attention.core.checks import check_positive_int
 from keras_attention.layers.block_arguments import BlockArguments
-from keras_attention.layers.initializers import clone_initializer
 from keras_attention.layers.output_spec import output_spec
 from keras_attention.layers.transformer_encoder_block import TransformerEncoderBlock
 
@@ -46,24 +45,9 @@ class TransformerEncoder(BlockArguments):
         self.num_layers = num_layers
 
     def build(self, inputs_shape):
-        self.blocks = []
-        for index in range(self.num_layers):
-            name = f"block_{index}"
-            arguments = {
-                **self.block_arguments(),
-                "kernel_initializer": clone_initializer(self.kernel_initializer, name),
-                "bias_initializer": clone_initializer(self.bias_initializer, name),
-            }
-            block = TransformerEncoderBlock(**arguments, dtype=self.dtype_policy, name=name)
-            block.build(inputs_shape)
-            self.blocks.append(block)
+        self.blocks = self._blocks(TransformerEncoderBlock, self.num_layers, inputs_shape)
         # Pre-LN blocks leave their output un-normalised: the stack ends with a norm.
-        self.final_norm = None
-        if self.norm_first:
-            self.final_norm = keras.layers.LayerNormalization(
-                epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="final_norm"
-            )
-            self.final_norm.build(inputs_shape)
+        self.final_norm = self._norm("final_norm", inputs_shape) if self.norm_first else None
 
     def call(
         self,

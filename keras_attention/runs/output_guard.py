@@ -134,7 +134,7 @@ def check_output_folder(
 
     Args:
         path: the folder the tool will create or write in.
-        option: the option that named it, e.g. `"--export-dir"`, for the message.
+        option: the option that named it, e.g. `"--output"`, for the message.
         inputs: the files and folders the tool reads (`None` entries are skipped).
         allowed: run folders the tool writes by default (`RUN/export`), allowed although
             they are a run's.
@@ -174,12 +174,12 @@ def check_run_output(config: object) -> None:
     against the run's inputs: its `train`, `valid` and `test` files and its `data_dir`.
 
     Raises:
-        OutputGuardError: naming `--output-dir`, if it is, or holds, one of those inputs,
+        OutputGuardError: naming `--run-dir`, if it is, or holds, one of those inputs,
             or lies inside the files of a run folder.
     """
     pairs = [*(config.train or []), config.valid or [], config.test or []]
     inputs = [*corpus_inputs(p for pair in pairs for p in pair), config.data_dir]
-    check_output_folder(config.output_dir, "--output-dir", inputs, may_be_run=True)
+    check_output_folder(config.output_dir, "--run-dir", inputs, may_be_run=True)
 
 
 def check_standard_output(inputs: Iterable[PathLike | None]) -> None:

@@ -1,5 +1,5 @@
 """A run folder's trained model and tokenizer as a preset folder in keras-hub's layout
-(`save_run_as_preset`; `python tools/export.py RUN --preset-dir DIR`)."""
+(`save_run_as_preset`; `python tools/export.py --run-dir RUN --preset-dir DIR`)."""
 
 import os
 from pathlib import Path

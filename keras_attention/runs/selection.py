@@ -16,8 +16,10 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from keras_attention.core.progress import Progress, counted
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.evaluation import score, translate_all
+from keras_attention.runs.report_lines import validation_line
 from keras_attention.serving.translator import Translator
 from keras_attention.training.checkpoints import average_checkpoints
 
@@ -119,20 +121,22 @@ def select_weights(
     def translate(sentences):
         return translator.translate(sentences)
 
-    def validate() -> dict:
-        hypotheses, _ = translate_all(translate, sources)
+    def validate(name: str) -> dict:
+        label = f"choosing weights: {name} on validation"
+        with Progress(label, total=len(sources)) as progress:  # at a terminal only
+            hypotheses, _ = translate_all(counted(translate, progress), sources)
         return score(hypotheses, references, language).as_dict()
 
     last_weights = model.get_weights()
-    validation = {"last": validate()}
-    logger.info("validation, last: %s", validation["last"])
+    validation = {"last": validate("last")}
+    logger.info("%s", validation_line("last", validation["last"]))
     for name, paths in candidates.items():
         average_checkpoints(model, paths)
         # The best epoch is often the last: the same weights are not translated again.
         held = model.get_weights()
         same = all(np.array_equal(a, b) for a, b in zip(held, last_weights, strict=True))
-        validation[name] = dict(validation["last"]) if same else validate()
-        logger.info("validation, %s: %s", name, validation[name])
+        validation[name] = dict(validation["last"]) if same else validate(name)
+        logger.info("%s", validation_line(name, validation[name]))
     winner = max(validation, key=lambda name: (validation[name]["bleu"], validation[name]["chrf"]))
     if winner == "last":
         model.set_weights(last_weights)

@@ -11,6 +11,7 @@ from keras_attention.core.atomic_files import (
     fault_point,
     write_json_atomically,
 )
+from keras_attention.core.progress import Progress, counted
 from keras_attention.evaluation import Scores, moses_language, score, translate_all
 from keras_attention.runs.corpus import evaluation_splits
 from keras_attention.runs.train import TrainResult
@@ -90,7 +91,8 @@ def export_and_evaluate(
     fault_point("export")
     serve = load_exported(export_path)
     sources, references = corpus["test"]
-    hypotheses, _ = translate_all(serve, sources)
+    with Progress("scoring the test split", total=len(sources)) as progress:  # at a terminal
+        hypotheses, _ = translate_all(counted(serve, progress), sources)
     scores = score(hypotheses, references, moses_language(config.target_lang))
     record.update(
         {

@@ -30,6 +30,7 @@ from keras_attention.runs.files import (
 )
 from keras_attention.runs.learning_curve import plot_learning_curve
 from keras_attention.runs.prepare import PreparedRun, prepare_run
+from keras_attention.runs.report_lines import final_weights_line
 from keras_attention.runs.selection import (
     Selection,
     candidate_checkpoints,
@@ -307,7 +308,7 @@ def _select(
         max_source_length=config.max_length,
         language=moses_language(config.target_lang),
     )
-    logger.info("final weights: %s (validation %s)", selection.name, selection.validation)
+    logger.info("%s", final_weights_line(selection.name, selection.validation))
     record = {
         "model": selection.name,
         "checkpoints": selection.checkpoints,

@@ -18,7 +18,7 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
     last `cooldown_steps` steps, then falls linearly, to `1 / cooldown_steps` of the paper's
     rate at step `total_steps` and to zero after it. Under a fixed
     budget the last weights then sit at the bottom of a basin rather than being thrown
-    about by a rate still at 60% of its peak (see the README's Multi30k section).
+    about by a rate still at 60% of its peak (see `docs/experiments/multi30k-en-de.md`).
 
     Args:
         d_model: model width.

@@ -346,12 +346,14 @@ def test_evaluate_tool_scores_a_preset_folder(preset: Path, capsys):
 
 def test_export_tool_writes_a_preset_folder_once(finished_run: Path, tmp_path: Path, capsys):
     target = tmp_path / "presets" / "tool"
-    load_tool("export").main([str(finished_run), "--preset-dir", str(target)])
+    load_tool("export").main(["--run-dir", str(finished_run), "--preset-dir", str(target)])
     assert capsys.readouterr().out == f"saved preset {target}\n"
     assert sorted(str(p.relative_to(target)) for p in target.rglob("*")) == PRESET_FILES
     expected = Transformer.from_preset(finished_run).get_weights()
     assert_weights_equal(Transformer.from_preset(target).get_weights(), expected)
-    err = tool_error(capsys, "export", finished_run, "--preset-dir", target)
+    err = tool_error(capsys, "export", "--run-dir", finished_run, "--preset-dir", target)
     assert f"{target} exists and is not an empty folder" in err
-    err = tool_error(capsys, "export", finished_run, "--preset-dir", tmp_path / "x", "--overwrite")
+    err = tool_error(
+        capsys, "export", "--run-dir", finished_run, "--preset-dir", tmp_path / "x", "--overwrite"
+    )
     assert "--overwrite: only for a SavedModel export" in err

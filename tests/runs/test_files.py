@@ -7,6 +7,7 @@ in-process (`main([...])`).
 
 import argparse
 import dataclasses
+import importlib
 import importlib.util
 import json
 import re
@@ -320,7 +321,9 @@ def check_mean(found: list, *saved: list) -> None:
 
 def test_average_tool_weights_only_output(run: TinyRun, tmp_path: Path, capsys):
     output = tmp_path / "avg.weights.h5"
-    load_tool("average_checkpoints").main([str(run.path), "--last", "2", "--output", str(output)])
+    load_tool("average_checkpoints").main(
+        ["--run-dir", str(run.path), "--last", "2", "--output", str(output)]
+    )
     assert "averaged 2 checkpoints (epoch_001.weights.h5 .. epoch_002.weights.h5)" in (
         capsys.readouterr().out
     )
@@ -333,7 +336,7 @@ def test_average_tool_weights_only_output(run: TinyRun, tmp_path: Path, capsys):
 def test_average_tool_epochs_to_a_keras_file(run: TinyRun, run_copy: Path):
     output = run_copy / "averaged.keras"
     output.write_bytes(b"an older file, replaced")
-    load_tool("average_checkpoints").main([str(run_copy), "--epochs", "2", "1"])
+    load_tool("average_checkpoints").main(["--run-dir", str(run_copy), "--epochs", "2", "1"])
     check_mean(keras.models.load_model(output).get_weights(), run.weights[1], run.weights[2])
     model, _ = load_run_model(run_copy)  # model.keras is still absent: the last checkpoint
     assert_weights_equal(model.get_weights(), run.weights[2])
@@ -352,21 +355,21 @@ def tool_error(capsys, tool: str, *args: str | Path) -> str:
 def test_average_tool_errors_name_the_file(run: TinyRun, run_copy: Path, tmp_path: Path, capsys):
     tool = "average_checkpoints"
     missing = tmp_path / "missing"
-    err = tool_error(capsys, tool, run.path, "--output", missing / "a.keras")
+    err = tool_error(capsys, tool, "--run-dir", run.path, "--output", missing / "a.keras")
     assert f"--output {missing / 'a.keras'}: the folder {missing} does not exist" in err
-    err = tool_error(capsys, tool, run.path, "--output", tmp_path / "a.h5")
+    err = tool_error(capsys, tool, "--run-dir", run.path, "--output", tmp_path / "a.h5")
     assert ".keras or .weights.h5" in err
-    err = tool_error(capsys, tool, tmp_path / "no_run")
+    err = tool_error(capsys, tool, "--run-dir", tmp_path / "no_run")
     assert str(tmp_path / "no_run" / "config.json") in err
-    err = tool_error(capsys, tool, run.path, "--epochs", "1", "7")
+    err = tool_error(capsys, tool, "--run-dir", run.path, "--epochs", "1", "7")
     assert str(run.path / "checkpoints" / "epoch_007.weights.h5") in err
-    err = tool_error(capsys, tool, run.path, "--last", "3")
+    err = tool_error(capsys, tool, "--run-dir", run.path, "--last", "3")
     assert "holds 2" in err
     foreign = foreign_checkpoint(run_copy)
-    err = tool_error(capsys, tool, run_copy, "--epochs", "1", "3")
+    err = tool_error(capsys, tool, "--run-dir", run_copy, "--epochs", "1", "3")
     assert f"checkpoint {foreign} does not match" in err
     (run_copy / "config.json").write_text("{not json")
-    err = tool_error(capsys, tool, run_copy, "--epochs", "1", "2")
+    err = tool_error(capsys, tool, "--run-dir", run_copy, "--epochs", "1", "2")
     assert f"{run_copy / 'config.json'} is corrupt" in err
     assert not (run_copy / "averaged.keras").exists()
 
@@ -385,7 +388,7 @@ def test_evaluate_tool_scores_an_epoch_checkpoint(run: TinyRun, capsys):
 
 
 def test_evaluate_tool_defaults_to_the_last_checkpoint(run: TinyRun):
-    evaluate = load_tool("evaluate")
+    evaluate = importlib.import_module("keras_attention_cli.commands.evaluate")
     args = argparse.Namespace(
         run_dir=str(run.path), saved_model=None, model_file=None, checkpoint=None,
         beam_size=1, alpha=0.6,
@@ -451,11 +454,11 @@ def test_tools_decode_with_the_run_beam_search_unless_given(
     load_tool("translate").main(
         ["--run-dir", str(run_copy), "--model-file", weights, str(tmp_path / "input.txt"), *flags]
     )
-    evaluate = load_tool("evaluate")
+    evaluate = importlib.import_module("keras_attention_cli.commands.evaluate")
     evaluate.load_scored_model(evaluate.parse_args(["--run-dir", str(run_copy), *flags]))
     monkeypatch.setattr(
         "keras_attention.serving.export.export_translator", lambda *a, **k: "exported"
     )
-    load_tool("export").main([str(run_copy), "--model-file", weights, *flags])
+    load_tool("export").main(["--run-dir", str(run_copy), "--model-file", weights, *flags])
     assert recorded.calls == [expected] * 3
     assert capsys.readouterr().out.endswith("exported exported\n")

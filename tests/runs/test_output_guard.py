@@ -115,7 +115,7 @@ def test_a_training_runs_output_folder_against_its_corpus(tmp_path: Path, run):
     train = [[str(corpus / "train.*.en"), str(corpus / "train.*.de")]]
     config = TrainConfig(output_dir=str(corpus), train=train)
     message = refused(check_run_output, config)
-    assert message.startswith(f"--output-dir {corpus}: ") and "train.1." in message
+    assert message.startswith(f"--run-dir {corpus}: ") and "train.1." in message
     config = TrainConfig(output_dir=str(run / "export" / "run"), train=train)
     assert "export" in refused(check_run_output, config)
     check_run_output(TrainConfig(output_dir=str(run), train=train))  # resumes its own run
@@ -136,27 +136,27 @@ def test_standard_output_redirected_into_an_input(tmp_path: Path, monkeypatch):
 def test_the_tools_refuse_a_runs_files_in_one_line(tmp_path: Path, run):
     other = fake_run(tmp_path / "other")
     checkpoint = run / "checkpoints" / "epoch_001.weights.h5"
-    line = main_error("average_checkpoints", run, "--epochs", "1", "2", "--output", checkpoint)
+    line = main_error(
+        "average_checkpoints", "--run-dir", run, "--epochs", "1", "2", "--output", checkpoint
+    )
     assert f"--output {checkpoint}" in line
     assert checkpoint.read_bytes() == b"weights 1"
-    line = main_error("evaluate", "--run-dir", run, "--hypotheses", other / "bleu.json")
-    assert f"--hypotheses {other / 'bleu.json'}" in line
-    line = main_error("export", run, "--export-dir", other / "export")
-    assert f"--export-dir {other / 'export'}" in line
-    line = main_error("export", run, "--preset-dir", run / "checkpoints" / "preset")
+    line = main_error("evaluate", "--run-dir", run, "--output", other / "bleu.json")
+    assert f"--output {other / 'bleu.json'}" in line
+    line = main_error("export", "--run-dir", run, "--output", other / "export")
+    assert f"--output {other / 'export'}" in line
+    line = main_error("export", "--run-dir", run, "--preset-dir", run / "checkpoints" / "preset")
     assert "--preset-dir" in line and "checkpoints" in line
-    line = main_error("convert_ctranslate2", run, "--output-dir", run)
-    assert f"--output-dir {run}: is the tool's input" in line
+    line = main_error("convert_ctranslate2", "--run-dir", run, "--output", run)
+    assert f"--output {run}: is the tool's input" in line
     line = main_error(
-        "make_corpus_shards", "--pairs", "4", "--shards", "1", "--output-dir", run / "data"
+        "make_corpus_shards", "--pairs", "4", "--shards", "1", "--output", run / "data"
     )
-    assert f"--output-dir {run / 'data'}" in line
+    assert f"--output {run / 'data'}" in line
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "a.en").write_text("x\n")
     (corpus / "a.de").write_text("y\n")
-    line = main_error(
-        "train", "--train", corpus / "a.en", corpus / "a.de", "--output-dir", tmp_path
-    )
-    assert f"--output-dir {tmp_path}: holds the tool's input" in line
+    line = main_error("train", "--train", corpus / "a.en", corpus / "a.de", "--run-dir", tmp_path)
+    assert f"--run-dir {tmp_path}: holds the tool's input" in line
     assert not (tmp_path / "config.json").exists()

@@ -46,7 +46,7 @@ def test_arbitrary_suffixes_are_the_languages_and_splits_are_held_out(tmp_path: 
     source = write_lines(tmp_path / "a.xx", [s for s, _ in pairs])
     target = write_lines(tmp_path / "b.yy", [t for _, t in pairs])
     run = tmp_path / "run"
-    result = run_train("--train", source, target, "--epochs", "1", "--output-dir", run, *TINY)
+    result = run_train("--train", source, target, "--epochs", "1", "--run-dir", run, *TINY)
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert "corpus: 360 training pairs" in out and "xx -> yy" in out
@@ -76,7 +76,7 @@ def test_arbitrary_suffixes_are_the_languages_and_splits_are_held_out(tmp_path: 
     assert scored.returncode == 0, scored.stderr[-3000:]
     assert "the run's own val split: 5 sentences" in scored.stdout
     # The same command again: the same split, and the finished run is not trained again.
-    again = run_train("--train", source, target, "--epochs", "1", "--output-dir", run, *TINY)
+    again = run_train("--train", source, target, "--epochs", "1", "--run-dir", run, *TINY)
     assert again.returncode == 0, again.stderr[-3000:]
     assert (run / "data" / "valid.xx").read_text().splitlines() == valid
 
@@ -93,7 +93,7 @@ def test_gzip_shards_by_glob_with_given_splits_remove_their_sources(tmp_path: Pa
     result = run_train(
         "--train", tmp_path / "train.*.de.gz", tmp_path / "train.*.en.gz",
         "--valid", tmp_path / "dev.de", tmp_path / "dev.en", "--epochs", "1", "--no-export",
-        "--output-dir", run, *TINY,
+        "--run-dir", run, *TINY,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert "de -> en" in result.stdout
@@ -119,7 +119,7 @@ def test_missing_or_misaligned_files_are_one_line_and_write_nothing(
     write_lines(tmp_path / "b.en", ["one", "two", "three"])
     write_lines(tmp_path / "short.en", ["one", "two"])
     run = tmp_path / "run"
-    result = run_train("--train", *[tmp_path / name for name in files], "--output-dir", run, *TINY)
+    result = run_train("--train", *[tmp_path / name for name in files], "--run-dir", run, *TINY)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr[-2000:]
@@ -131,7 +131,7 @@ def test_too_small_a_corpus_asks_for_valid_and_test(tmp_path: Path):
     write_lines(tmp_path / "a.de", ["eins", "zwei"])
     write_lines(tmp_path / "b.en", ["one", "two"])
     result = run_train("--train", tmp_path / "a.de", tmp_path / "b.en", *TINY,
-                       "--output-dir", tmp_path / "run")  # fmt: skip
+                       "--run-dir", tmp_path / "run")  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.strip().endswith("give --valid and --test files")
 
@@ -142,7 +142,7 @@ def test_a_streamed_corpus_holds_out_its_splits_in_one_pass(tmp_path: Path, pair
     run = tmp_path / "run"
     result = run_train(
         "--train", source, target, "--stream", "--train-steps", "4", "--no-export",
-        "--output-dir", run, *TINY,
+        "--run-dir", run, *TINY,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert "corpus: 360 training pairs" in result.stdout and "streamed" in result.stdout

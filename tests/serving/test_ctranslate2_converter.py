@@ -399,7 +399,7 @@ def cli_error(capsys, *args: str | Path) -> str:
 
 def test_the_tool_converts_a_run_folder(run_dir, tokenizer, sources, tmp_path, capsys):
     output = tmp_path / "ct2"
-    load_tool("convert_ctranslate2").main([str(run_dir), "--output-dir", str(output)])
+    load_tool("convert_ctranslate2").main(["--run-dir", str(run_dir), "--output", str(output)])
     assert capsys.readouterr().out == f"converted {output}\n"
     results = load_translator(output).translate_batch(
         source_tokens(tokenizer, sources[:2]), max_decoding_length=4
@@ -408,7 +408,15 @@ def test_the_tool_converts_a_run_folder(run_dir, tokenizer, sources, tmp_path, c
     float32_size = (output / "model.bin").stat().st_size
 
     load_tool("convert_ctranslate2").main(
-        [str(run_dir), "--output-dir", str(output), "--quantization", "int8", "--overwrite"]
+        [
+            "--run-dir",
+            str(run_dir),
+            "--output",
+            str(output),
+            "--quantization",
+            "int8",
+            "--overwrite",
+        ]
     )
     assert capsys.readouterr().out == f"converted {output}\n"
     assert (output / "model.bin").stat().st_size < float32_size
@@ -416,23 +424,25 @@ def test_the_tool_converts_a_run_folder(run_dir, tokenizer, sources, tmp_path, c
 
 def test_the_tool_reports_a_missing_run_folder(tmp_path, capsys):
     missing = tmp_path / "no_such_run"
-    error = cli_error(capsys, missing, "--output-dir", tmp_path / "ct2")
+    error = cli_error(capsys, "--run-dir", missing, "--output", tmp_path / "ct2")
     assert str(missing) in error and "does not exist" in error
     assert not (tmp_path / "ct2").exists()
 
 
 def test_the_tool_refuses_an_existing_output_without_overwrite(run_dir, tmp_path, capsys):
     output = tmp_path / "ct2"
-    load_tool("convert_ctranslate2").main([str(run_dir), "--output-dir", str(output)])
+    load_tool("convert_ctranslate2").main(["--run-dir", str(run_dir), "--output", str(output)])
     capsys.readouterr()
     before = folder_contents(output)
-    error = cli_error(capsys, run_dir, "--output-dir", output, "--quantization", "int8")
+    error = cli_error(capsys, "--run-dir", run_dir, "--output", output, "--quantization", "int8")
     assert str(output) in error and "--overwrite" in error
     assert folder_contents(output) == before
 
 
 def test_the_tool_reports_an_unknown_quantization(run_dir, tmp_path, capsys):
-    error = cli_error(capsys, run_dir, "--output-dir", tmp_path / "ct2", "--quantization", "int3")
+    error = cli_error(
+        capsys, "--run-dir", run_dir, "--output", tmp_path / "ct2", "--quantization", "int3"
+    )
     assert "quantization" in error and "int3" in error
     assert not (tmp_path / "ct2").exists()
 
@@ -442,7 +452,7 @@ def test_the_tool_reports_a_corrupt_model(run_dir, tmp_path, capsys):
     broken.mkdir()
     (broken / "tokenizer.model").write_bytes((run_dir / "tokenizer.model").read_bytes())
     (broken / "model.keras").write_bytes((run_dir / "model.keras").read_bytes()[:100])
-    error = cli_error(capsys, broken, "--output-dir", tmp_path / "ct2")
+    error = cli_error(capsys, "--run-dir", broken, "--output", tmp_path / "ct2")
     assert str(broken / "model.keras") in error and "corrupt" in error
     assert not (tmp_path / "ct2").exists()
     assert os.listdir(tmp_path) == ["run"]

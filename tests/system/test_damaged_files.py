@@ -112,9 +112,9 @@ def older_run_with(damage: Damage) -> Damage:
 RUN_TOOLS = {
     "translate": ["--run-dir", "{run}"],
     "evaluate": ["--run-dir", "{run}", "--limit", "2"],
-    "export": ["{run}", "--export-dir", "{out}/export"],
-    "average_checkpoints": ["{run}", "--last", "2", "--output", "{out}/average.keras"],
-    "convert_ctranslate2": ["{run}", "--output-dir", "{out}/ctranslate2"],
+    "export": ["--run-dir", "{run}", "--output", "{out}/export"],
+    "average_checkpoints": ["--run-dir", "{run}", "--last", "2", "--output", "{out}/average.keras"],
+    "convert_ctranslate2": ["--run-dir", "{run}", "--output", "{out}/ctranslate2"],
     "train": ["{train}"],
 }
 CONFIG_DAMAGES = {
@@ -165,8 +165,8 @@ def tools(*names: str) -> dict[str, list[str]]:
 LAST = ["--run-dir", "{run}", "--checkpoint", "last", "--limit", "2"]
 BEST = ["--run-dir", "{run}", "--checkpoint", "best", "--limit", "2"]
 SAVED_MODEL = {
-    "translate": ["--saved-model", "{run}/export/1"],
-    "evaluate": ["--saved-model", "{run}/export/1", "--limit", "2"],
+    "translate": ["--model", "{run}/export/1"],
+    "evaluate": ["--model", "{run}/export/1", "--limit", "2"],
 }
 TOOL_CASES = [
     *cases("config.json", CONFIG_DAMAGES, RUN_TOOLS),
@@ -228,7 +228,7 @@ def test_a_tool_names_the_damaged_file(
 def test_a_missing_variables_folder_is_named(finished_run: Path, tmp_path: Path):
     run = run_copy(finished_run, tmp_path)
     shutil.rmtree(run / "export" / "1" / "variables")
-    error = main_error("translate", "--saved-model", run / "export" / "1")
+    error = main_error("translate", "--model", run / "export" / "1")
     assert f"{run / 'export' / '1' / 'variables' / 'variables.index'} is missing" in error
 
 

@@ -25,8 +25,8 @@ from keras_attention.runs.config import MIXED_PRECISION_POLICIES, TrainConfig
 from keras_attention.runs.recipes import RECIPE_NAMES
 from keras_attention.serving.translator import DEFAULT_CHUNK_SIZE
 from keras_attention_cli.arguments import QUIET_VARIABLE, ArgumentParser
+from keras_attention_cli.commands import train
 from tests.tools.test_tools import ROOT, TENSORFLOW_ENV
-from tools import train
 
 # The tools that parse their arguments with `keras_attention_cli.arguments.ArgumentParser`.
 TOOLS = [

@@ -225,7 +225,7 @@ def test_imports_point_down_and_never_in_a_circle():
     # tools/ is in the graph, with its relative and `benchmarks.` imports resolved.
     assert "tools.benchmarks.decode_throughput" in graph["tools.benchmarks.engines"]
     assert "tools.benchmarks.decode" in graph["tools.benchmark"]
-    assert "keras_attention_cli.errors" in graph["tools.translate"]
+    assert "keras_attention_cli.commands.translate" in graph["tools.translate"]
     assert layering_violations(graph) == []
 
 

@@ -45,7 +45,7 @@ def odd_run(tmp_path_factory) -> Path:
     corpus = base / CORPUS
     run_main(
         "make_corpus_shards", "--pairs", "300", "--shards", "2", "--plain", "--held-out", "40",
-        "--output-dir", corpus,
+        "--output", corpus,
     )  # fmt: skip
     run = base / ODD
     command = train_command(
@@ -93,7 +93,7 @@ def test_a_run_in_an_odd_folder_trains_exports_and_reloads(odd_run: Path):
     assert translations["translations"].shape == (len(SENTENCES),)
 
 
-@pytest.mark.parametrize("model", ["--run-dir", "--saved-model"])
+@pytest.mark.parametrize("model", ["--run-dir", "--model"])
 def test_translate_reads_an_odd_run_and_its_export(odd_run: Path, model):
     path = odd_run if model == "--run-dir" else odd_run / "export" / "1"
     printed = run_main("translate", model, path, "--scores", odd_run / "input 'é'.txt")
@@ -102,17 +102,21 @@ def test_translate_reads_an_odd_run_and_its_export(odd_run: Path, model):
 
 def test_evaluate_scores_an_odd_run(odd_run: Path):
     hypotheses = odd_run / "hypotheses [1] é.txt"
-    printed = run_main("evaluate", "--run-dir", odd_run, "--limit", "4", "--hypotheses", hypotheses)
+    printed = run_main("evaluate", "--run-dir", odd_run, "--limit", "4", "--output", hypotheses)
     assert '"bleu"' in printed
     assert len(hypotheses.read_text(encoding="utf-8").split("\n")) == 4 + 1
 
 
 def test_average_and_export_an_odd_run(odd_run: Path):
     output = odd_run / "averaged [1].keras"
-    printed = run_main("average_checkpoints", odd_run, "--last", "1", "--output", output)
+    printed = run_main(
+        "average_checkpoints", "--run-dir", odd_run, "--last", "1", "--output", output
+    )
     assert output.is_file() and str(output) in printed
     export_dir = odd_run / "export *?"
-    printed = run_main("export", odd_run, "--model-file", output.name, "--export-dir", export_dir)
+    printed = run_main(
+        "export", "--run-dir", odd_run, "--model-file", output.name, "--output", export_dir
+    )
     assert str(export_dir / "1") in printed
     translations = load_exported(export_dir / "1")(sentences=tf.constant(SENTENCES))
     assert translations["translations"].shape == (len(SENTENCES),)

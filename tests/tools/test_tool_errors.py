@@ -80,9 +80,14 @@ def program_error(tool: str, *args: str | Path, stdin: bytes = b"") -> str:
 @pytest.mark.parametrize(
     ("tool", "args", "option", "output"),
     [
-        ("evaluate", ["--run-dir", "{run}"], "--hypotheses", "{missing}/hypotheses.txt"),
-        ("average_checkpoints", ["{run}", "--last", "2"], "--output", "{missing}/avg.keras"),
-        ("export", ["{run}"], "--export-dir", "{file}/export"),
+        ("evaluate", ["--run-dir", "{run}"], "--output", "{missing}/hypotheses.txt"),
+        (
+            "average_checkpoints",
+            ["--run-dir", "{run}", "--last", "2"],
+            "--output",
+            "{missing}/avg.keras",
+        ),
+        ("export", ["--run-dir", "{run}"], "--output", "{file}/export"),
     ],
 )
 def test_an_unwritable_output_is_named_before_any_work(
@@ -107,7 +112,7 @@ def test_a_bad_warmup_file_is_named_before_any_work(
     warmup = tmp_path / "warmup.txt"
     if content is not None:
         warmup.write_text(content)
-    error = user_error("export", run.path, "--export-dir", tmp_path / "export",
+    error = user_error("export", "--run-dir", run.path, "--output", tmp_path / "export",
                        "--warmup-file", warmup)  # fmt: skip
     assert str(warmup) in error
     assert not (tmp_path / "export").exists()
@@ -140,7 +145,10 @@ def test_a_truncated_model_keras_is_called_corrupt(run_copy: Path):
     ("tool", "args"),
     [
         ("evaluate", ["--run-dir", "{run}", "--checkpoint", "epoch_002.weights.h5"]),
-        ("average_checkpoints", ["{run}", "--last", "2", "--output", "{run}/avg.weights.h5"]),
+        (
+            "average_checkpoints",
+            ["--run-dir", "{run}", "--last", "2", "--output", "{run}/avg.weights.h5"],
+        ),
     ],
 )
 def test_a_truncated_checkpoint_is_called_corrupt(run_copy: Path, tool: str, args: list[str]):
@@ -217,13 +225,13 @@ def test_tensorflow_start_up_lines_only_with_verbose(verbose: bool, tmp_path: Pa
     a_file = tmp_path / "a_file"
     a_file.write_text("not a folder")
     done = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "train.py"), "--output-dir", str(a_file),
+        [sys.executable, str(ROOT / "tools" / "train.py"), "--run-dir", str(a_file),
          *(["--verbose"] if verbose else [])],
         capture_output=True, text=True, timeout=300, env=env, check=False,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr[-3000:]
     lines = done.stderr.splitlines()
-    errors = [line for line in lines if line.startswith(f"error: --output-dir {a_file}")]
+    errors = [line for line in lines if line.startswith(f"error: --run-dir {a_file}")]
     assert len(errors) == 1, done.stderr[-3000:]
     if verbose:  # TensorFlow's lines (the check above can see them), then the error
         assert any(NATIVE_LOG_LINE.fullmatch(line) for line in lines), done.stderr[-3000:]
@@ -236,7 +244,7 @@ def test_tensorflow_start_up_lines_only_with_verbose(verbose: bool, tmp_path: Pa
 
 def test_corpus_shards_refuse_fewer_pairs_than_shards(tmp_path: Path):
     error = user_error("make_corpus_shards", "--pairs", "2", "--shards", "4",
-                       "--output-dir", tmp_path / "out")  # fmt: skip
+                       "--output", tmp_path / "out")  # fmt: skip
     assert error == "error: --pairs 2 is fewer than --shards 4"
     assert not (tmp_path / "out").exists()
 
@@ -244,5 +252,5 @@ def test_corpus_shards_refuse_fewer_pairs_than_shards(tmp_path: Path):
 def test_corpus_shards_name_an_output_that_is_a_file(tmp_path: Path):
     (tmp_path / "a_file").write_text("not a folder")
     error = user_error("make_corpus_shards", "--pairs", "8", "--shards", "2",
-                       "--output-dir", tmp_path / "a_file")  # fmt: skip
-    assert f"--output-dir {tmp_path / 'a_file'}" in error
+                       "--output", tmp_path / "a_file")  # fmt: skip
+    assert f"--output {tmp_path / 'a_file'}" in error

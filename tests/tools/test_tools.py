@@ -26,7 +26,7 @@ TOOLS = {
     "average_checkpoints": "--last",
     "export": "--overwrite",
     "translate": "--scores",
-    "evaluate": "--hypotheses",
+    "evaluate": "--source",
 }
 SENTENCES = [
     "A man rides a bike.",
@@ -111,7 +111,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def saved_model(run_dir: Path) -> Path:
     """The run exported once, with beam size 2, as version 1."""
-    stdout = run_ok("export", run_dir, "--beam-size", "2")
+    stdout = run_ok("export", "--run-dir", run_dir, "--beam-size", "2")
     assert stdout == f"exported {run_dir / 'export' / '1'}\n"
     assert (run_dir / "export" / "1" / "saved_model.pb").is_file()
     return run_dir / "export" / "1"
@@ -125,7 +125,7 @@ def test_help(tool: str, option: str):
 
 
 def test_average_checkpoints_writes_the_mean_of_the_last_two(run_dir: Path):
-    stdout = run_ok("average_checkpoints", run_dir, "--last", "2")
+    stdout = run_ok("average_checkpoints", "--run-dir", run_dir, "--last", "2")
     output = run_dir / "averaged.keras"
     assert "averaged 2 checkpoints (epoch_002.weights.h5 .. epoch_003.weights.h5)" in stdout
     averaged = keras.models.load_model(output).get_weights()
@@ -139,12 +139,12 @@ def test_average_checkpoints_writes_the_mean_of_the_last_two(run_dir: Path):
 
 def test_export_takes_the_next_version_and_keeps_existing_ones(run_dir: Path, saved_model: Path):
     first_files = sorted(p.relative_to(saved_model) for p in saved_model.rglob("*"))
-    stdout = run_ok("export", run_dir, "--beam-size", "2")
+    stdout = run_ok("export", "--run-dir", run_dir, "--beam-size", "2")
     assert stdout == f"exported {run_dir / 'export' / '2'}\n"
     assert (run_dir / "export" / "2" / "saved_model.pb").is_file()
     assert sorted(p.relative_to(saved_model) for p in saved_model.rglob("*")) == first_files
 
-    done = run_tool("export", run_dir, "--version", "1")
+    done = run_tool("export", "--run-dir", run_dir, "--version", "1")
     assert done.returncode != 0
     assert f"{saved_model} exists" in done.stderr and "--overwrite" in done.stderr
     assert sorted(p.name for p in (run_dir / "export").iterdir()) == ["1", "2"]
@@ -160,7 +160,7 @@ def test_export_writes_the_warmup_file_and_decodes_in_chunks(
 
     (tmp_path / "warmup.txt").write_text("\n".join(["", *SENTENCES[:3], "  "]) + "\n")
     stdout = run_ok(
-        "export", run_dir, "--beam-size", "2", "--version", "7", "--chunk-size", "1",
+        "export", "--run-dir", run_dir, "--beam-size", "2", "--version", "7", "--chunk-size", "1",
         "--warmup-file", tmp_path / "warmup.txt",
     )  # fmt: skip
     path = run_dir / "export" / "7"
@@ -185,14 +185,14 @@ def test_translate_from_a_run_and_from_its_saved_model_agree(
         run_ok("translate", "--run-dir", run_dir, "--beam-size", "2", "--scores", stdin=text)
     )
     saved_scores, saved_texts = scored_lines(
-        run_ok("translate", "--saved-model", saved_model, "--scores", tmp_path / "input.txt")
+        run_ok("translate", "--model", saved_model, "--scores", tmp_path / "input.txt")
     )
     assert len(run_texts) == len(SENTENCES)
     assert saved_texts == run_texts
     np.testing.assert_allclose(saved_scores, run_scores, atol=1e-3)
     assert run_texts[1] == "" and run_scores[1] == 0.0  # the empty line
     assert all(score < 0.0 for index, score in enumerate(run_scores) if index != 1)
-    plain = run_ok("translate", "--saved-model", saved_model, tmp_path / "input.txt")
+    plain = run_ok("translate", "--model", saved_model, tmp_path / "input.txt")
     assert output_lines(plain) == saved_texts
 
 
@@ -207,23 +207,27 @@ def test_evaluate_a_run_on_its_own_whole_test_split(run_dir: Path, tmp_path: Pat
     (copy / "config.json").write_text(json.dumps({**config, "seed": 7}))
     hypotheses = tmp_path / "hypotheses.txt"
     stdout = run_ok("evaluate", "--run-dir", copy, "--beam-size", "2",
-                    "--hypotheses", hypotheses)  # fmt: skip
+                    "--output", hypotheses)  # fmt: skip
     count = len(load_corpus("generated", seed=7, train_pairs=0)["test"][0])
     check_evaluation_output(stdout, hypotheses, count, seed=7)
 
 
 def test_evaluate_a_saved_model_on_part_of_the_test_split(saved_model: Path, tmp_path: Path):
     hypotheses = tmp_path / "hypotheses.txt"
-    stdout = run_ok("evaluate", "--saved-model", saved_model, "--limit", "20",
-                    "--hypotheses", hypotheses)  # fmt: skip
+    stdout = run_ok("evaluate", "--model", saved_model, "--limit", "20",
+                    "--output", hypotheses)  # fmt: skip
     check_evaluation_output(stdout, hypotheses, 20, seed=0)
 
 
 @pytest.mark.parametrize(
     ("tool", "args", "needed"),
     [
-        ("average_checkpoints", ["{run}"], "config.json"),  # rebuilds the model from it
-        ("export", ["{run}"], "model.keras"),
+        (
+            "average_checkpoints",
+            ["--run-dir", "{run}"],
+            "config.json",
+        ),  # rebuilds the model from it
+        ("export", ["--run-dir", "{run}"], "model.keras"),
         ("translate", ["--run-dir", "{run}"], "model.keras"),
         ("evaluate", ["--run-dir", "{run}"], "model.keras"),
     ],

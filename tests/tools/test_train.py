@@ -38,7 +38,7 @@ TINY = [
 
 def train_command(output_dir: Path, epochs: int, *extra: str) -> list[str]:
     return [
-        sys.executable, str(ROOT / "tools" / "train.py"), "--output-dir", str(output_dir),
+        sys.executable, str(ROOT / "tools" / "train.py"), "--run-dir", str(output_dir),
         "--epochs", str(epochs), *TINY, *extra,
     ]  # fmt: skip
 
@@ -51,7 +51,7 @@ def test_help_lists_the_options(capsys):
     assert exit_info.value.code == 0
     usage = capsys.readouterr().out
     for option in ("--preset", "--dataset", "--data-dir", "--epochs", "--max-tokens", "--devices",
-                   "--output-dir", "--jit", "--mixed-precision", "--train-steps"):  # fmt: skip
+                   "--run-dir", "--jit", "--mixed-precision", "--train-steps"):  # fmt: skip
         assert option in usage
 
 
@@ -215,17 +215,15 @@ def test_a_misaligned_corpus_is_named(tmp_path: Path):
         (data / f"{split}.de").write_text(
             "eine Katze .\n" + ("" if split == "train" else "ein Hund .\n")
         )
-    error = user_error(
-        "--dataset", "multi30k", "--data-dir", data, "--output-dir", tmp_path / "run"
-    )
+    error = user_error("--dataset", "multi30k", "--data-dir", data, "--run-dir", tmp_path / "run")
     assert "parallel files differ in length" in error and "train.en" in error
     assert not (tmp_path / "run").exists()
 
 
 def test_an_unwritable_output_dir_is_named_before_any_work(tmp_path: Path):
     (tmp_path / "a_file").write_text("not a folder")
-    error = user_error("--output-dir", tmp_path / "a_file" / "run")
-    assert error.startswith("error: --output-dir ") and "is a file, not a folder" in error
+    error = user_error("--run-dir", tmp_path / "a_file" / "run")
+    assert error.startswith("error: --run-dir ") and "is a file, not a folder" in error
 
 
 def test_another_runs_folder_is_refused_naming_the_settings(tmp_path: Path):

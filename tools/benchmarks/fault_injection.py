@@ -249,7 +249,7 @@ def train_command(config: FaultConfig, output_dir: Path) -> list[str]:
         length = ["--train-steps", str(config.epochs * config.round_steps),
                   "--save-every-steps", str(config.round_steps)]  # fmt: skip
     return [
-        sys.executable, str(TRAIN_SCRIPT), "--output-dir", str(output_dir), *length,
+        sys.executable, str(TRAIN_SCRIPT), "--run-dir", str(output_dir), *length,
         *TINY_ARGUMENTS, "--export" if config.export else "--no-export", *config.extra_arguments,
     ]  # fmt: skip
 

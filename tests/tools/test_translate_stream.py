@@ -1,0 +1,73 @@
+"""`translate` loads the model first, then answers its input batch by batch, flushing each:
+a line written into a pipe held open is answered before the input ends."""
+
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from keras_attention_cli.commands import translate
+from keras_attention_cli.line_batches import line_batches
+from tests.runs.test_files import TinyRun
+from tests.tools.test_tool_errors import run  # noqa: F401 (the finished tiny run)
+from tests.tools.test_tools import ROOT, TENSORFLOW_ENV
+
+SENTENCES = ["A man rides a bike.", "Two dogs play in the park."]
+
+
+def read_line(process: subprocess.Popen, timeout: float) -> str:
+    """The next line of `process`'s stdout; fails if none comes within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    data = b""
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        assert left > 0, f"no translation within {timeout} s; got {data!r}"
+        if select.select([process.stdout], [], [], left)[0]:
+            chunk = os.read(process.stdout.fileno(), 1)
+            assert chunk, "stdout ended"
+            data += chunk
+    return data.decode("utf-8")[:-1]
+
+
+def test_a_line_in_a_pipe_held_open_is_answered_at_once(run: TinyRun, tmp_path: Path, capsys):  # noqa: F811
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "tools" / "translate.py"), "--run-dir", str(run.path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=TENSORFLOW_ENV,
+    )  # fmt: skip
+    try:
+        answers = []
+        for sentence in SENTENCES:  # the pipe stays open between the lines
+            process.stdin.write(sentence.encode() + b"\n")
+            process.stdin.flush()
+            answers.append(read_line(process, timeout=240))
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0, process.stderr.read()[-3000:]
+        assert process.stdout.read() == b""
+    finally:
+        process.kill()
+        process.wait()
+    # The same translations as the whole input at once, in one batch.
+    (tmp_path / "input.txt").write_text("".join(s + "\n" for s in SENTENCES), encoding="utf-8")
+    assert translate.main(["--run-dir", str(run.path), str(tmp_path / "input.txt")]) == 0
+    assert capsys.readouterr().out.split("\n")[:-1] == answers
+
+
+def test_a_file_is_read_in_full_batches(tmp_path: Path):
+    path = tmp_path / "input.txt"
+    path.write_text("".join(f"line {i}\n" for i in range(7)), encoding="utf-8")
+    batches = list(line_batches([str(path)], 3))
+    assert [len(batch) for batch in batches] == [3, 3, 1]
+    assert batches[2] == ["line 6"]
+
+
+def test_output_goes_to_a_file(run: TinyRun, tmp_path: Path, capsys):  # noqa: F811
+    (tmp_path / "input.txt").write_text("".join(s + "\n" for s in SENTENCES), encoding="utf-8")
+    arguments = ["--run-dir", str(run.path), str(tmp_path / "input.txt")]
+    assert translate.main(arguments) == 0
+    printed = capsys.readouterr().out
+    assert translate.main([*arguments, "--output", str(tmp_path / "out.txt")]) == 0
+    assert capsys.readouterr().out == ""
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == printed
