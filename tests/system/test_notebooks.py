@@ -101,6 +101,7 @@ def test_the_first_code_cell_quiets_tensorflow_and_holds_the_small_switch(path: 
     assert not re.search(r"^\s*(import|from) (keras|tensorflow)\b", before, re.M), path.name
 
 
+@pytest.mark.slow  # a kernel trains a model: about 30 s a notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
 def test_notebook_runs_in_small_mode(path: Path, tmp_path: Path, monkeypatch):
     # The kernel inherits this process's environment.

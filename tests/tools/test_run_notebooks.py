@@ -42,6 +42,7 @@ def write_tiny(folder: Path, name: str, *sources: str) -> Path:
     return path
 
 
+@pytest.mark.slow  # starts a kernel
 def test_runs_in_full_mode_and_writes_the_outputs_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ):
@@ -69,6 +70,7 @@ def test_runs_in_full_mode_and_writes_the_outputs_back(
     assert os.environ["KERAS_ATTENTION_NOTEBOOK_SMALL"] == "1"  # this process's is untouched
 
 
+@pytest.mark.slow  # starts a kernel
 def test_a_failing_notebook_is_left_as_it_was(tmp_path: Path, capsys: pytest.CaptureFixture):
     path = write_tiny(tmp_path, "02_fails", "print('ran')", "raise ValueError('no data')")
     before = path.read_bytes()
