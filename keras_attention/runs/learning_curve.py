@@ -41,17 +41,18 @@ def plot_learning_curve(log_path: str | os.PathLike, output_path: str | os.PathL
     Returns:
         The PNG's path.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
+    # A figure of its own, drawn by the Agg canvas that `savefig` picks for a PNG: not
+    # `pyplot`, and not `matplotlib.use("Agg")`, which would switch the whole process's
+    # backend (a notebook that trains a run would show no more inline figures).
+    from matplotlib.figure import Figure
 
     log = read_log(log_path)
     if "elapsed_s" in log and not all(math.isnan(v) for v in log["elapsed_s"]):
         x, label = [v / 60 for v in log["elapsed_s"]], "wall-clock time (minutes)"
     else:
         x, label = [e + 1 for e in log["epoch"]], "epoch"
-    figure, bleu_axis = pyplot.subplots(figsize=(7, 4), dpi=110)
+    figure = Figure(figsize=(7, 4), dpi=110)
+    bleu_axis = figure.add_subplot()
     bleu = log.get("val_bleu", [math.nan] * len(x))
     points = [(t, b) for t, b in zip(x, bleu, strict=True) if not math.isnan(b)]
     if points:
@@ -69,9 +70,6 @@ def plot_learning_curve(log_path: str | os.PathLike, output_path: str | os.PathL
     bleu_axis.grid(alpha=0.3)
     figure.tight_layout()
     output_path = Path(output_path)
-    try:
-        with atomic_path(output_path) as tmp:
-            figure.savefig(tmp, format="png")
-    finally:
-        pyplot.close(figure)
+    with atomic_path(output_path) as tmp:
+        figure.savefig(tmp, format="png")
     return output_path
