@@ -1,7 +1,15 @@
 """Test set-up: TensorFlow by default; `KERAS_BACKEND=torch` or `jax` runs the backend-agnostic
-tests (see `tools/run_tests.sh`) on that backend."""
+tests (see `tools/run_tests.sh`) on that backend.
+
+The tests listed in `tests/slow_tests.txt` (measured over 1 s) are marked `slow`, which the
+quick subset (`tools/run_tests.sh --quick`) leaves out, and the test files are ordered by
+their listed seconds, longest first, so that the two processes of `pytest -n 2 --dist loadfile
+--no-loadscope-reorder` end at about the same time.
+"""
 
 import os
+from collections import Counter
+from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -26,3 +34,46 @@ def _fresh_keras_state():
 def to_numpy(x) -> np.ndarray:
     """Any backend tensor as a NumPy array."""
     return keras.ops.convert_to_numpy(x)
+
+
+SLOW_TESTS = Path(__file__).with_name("slow_tests.txt")
+
+
+def measured_seconds(path: Path = SLOW_TESTS) -> dict[str, float]:
+    """`{test id: seconds}` of the slow-test list (`seconds test-id` lines, `#` comments)."""
+    seconds = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            value, node_id = line.split(" ", 1)
+            seconds[node_id.strip()] = float(value)
+    return seconds
+
+
+def module_fixtures(item: pytest.Item) -> set[tuple[str, str]]:
+    """`(file, fixture name)` of the module- or class-scoped fixtures `item` uses."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return set()
+    path = item.nodeid.split("::")[0]
+    return {
+        (path, name)
+        for name, definitions in info.name2fixturedefs.items()
+        if definitions and definitions[-1].scope in ("module", "class")
+    }
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    seconds = measured_seconds()
+    file_seconds: Counter[str] = Counter()
+    # A module-scoped fixture that a slow test builds would be built by the next test that
+    # uses it: those tests are slow too.
+    costly = set()
+    for item in items:
+        if item.nodeid in seconds:
+            costly |= module_fixtures(item)
+    for item in items:
+        if item.nodeid in seconds or module_fixtures(item) & costly:
+            item.add_marker(pytest.mark.slow)
+        file_seconds[item.nodeid.split("::")[0]] += seconds.get(item.nodeid, 0.0)
+    # A stable sort: the files' own order of tests is kept.
+    items.sort(key=lambda item: -file_seconds[item.nodeid.split("::")[0]])

@@ -13,7 +13,7 @@ if [[ "${1:-}" == "--quick" ]]; then
   KERAS_BACKEND=tensorflow exec python -m pytest -q -n 2 --dist loadfile -m "not slow" tests "$@"
 fi
 # The slowest tests are listed (--durations) so that the suite's time can be kept in check.
-KERAS_BACKEND=tensorflow python -m pytest -q -n 2 --dist loadfile --durations=20 tests "$@"
+KERAS_BACKEND=tensorflow python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20 tests "$@"
 # The docstring examples of the package and of the tools' own, as doctests (set-up: conftest.py).
 KERAS_BACKEND=tensorflow python -m pytest -q --doctest-modules keras_attention keras_attention_cli "$@"
 AGNOSTIC=(tests/core tests/layers tests/decoding tests/test_masks.py tests/models/test_transformer.py
