@@ -59,6 +59,37 @@ def causal_mask(query_length, key_length=None, offset=0):
     return ops.greater_equal(query_positions[:, None], key_positions[None, :])
 
 
+def neighbourhood_mask(length, radius: int):
+    """Restricted self-attention's mask: each position attends to the `radius` positions on
+    either side of it and to itself (the paper's Table 1, "self-attention (restricted)", with
+    a neighbourhood of size `r = 2 * radius + 1`).
+
+    Pass it to `MultiHeadAttention` as `attention_mask` (broadcast over the batch). The path
+    between two positions then grows as `length / radius`, and a fused kernel still computes
+    every score; the saving in the paper's `O(r n d)` needs a banded kernel.
+
+    Args:
+        length: number of positions (int or scalar tensor).
+        radius: how many positions on each side a position sees.
+
+    Returns:
+        A boolean tensor `(length, length)`, `True` where `|query - key| <= radius`.
+
+    Example:
+
+    >>> keras.ops.convert_to_numpy(neighbourhood_mask(4, radius=1))
+    array([[ True,  True, False, False],
+           [ True,  True,  True, False],
+           [False,  True,  True,  True],
+           [False, False,  True,  True]])
+    """
+    if isinstance(radius, bool) or not isinstance(radius, int) or radius < 0:
+        raise ValueError(f"radius must be an int >= 0; got radius={radius!r}")
+    positions = ops.arange(length, dtype="int32")
+    distance = ops.abs(positions[:, None] - positions[None, :])
+    return ops.less_equal(distance, radius)
+
+
 def merge_masks(*masks):
     """Logical AND of broadcastable boolean masks, skipping `None`.
 

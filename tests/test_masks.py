@@ -152,3 +152,16 @@ def test_keras_mask_is_none_without_a_mask():
     assert masks.keras_mask(keras.layers.Embedding(10, 4)(TOKEN_IDS)) is None
     assert masks.keras_mask(keras.ops.convert_to_tensor(TOKEN_IDS)) is None
     assert masks.keras_mask(TOKEN_IDS) is None
+
+
+@pytest.mark.parametrize("radius", [0, 1, 3, 9])
+def test_neighbourhood_mask_matches_the_distance_rule(radius: int):
+    length = 7
+    want = np.abs(np.arange(length)[:, None] - np.arange(length)[None, :]) <= radius
+    np.testing.assert_array_equal(to_numpy(masks.neighbourhood_mask(length, radius)), want)
+
+
+@pytest.mark.parametrize("radius", [-1, 1.5, True])
+def test_neighbourhood_mask_names_a_bad_radius(radius):
+    with pytest.raises(ValueError, match="radius must be an int >= 0"):
+        masks.neighbourhood_mask(4, radius)

@@ -6,6 +6,7 @@ end). Their dropout is Keras's; `keras_attention.distribute.enable_replica_dropo
 replica of a strategy its own masks, where a run trains on several.
 """
 
+from keras_attention.layers.learned_positional_encoding import LearnedPositionalEncoding
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.positional_embedding import PositionalEmbedding
 from keras_attention.layers.positionwise_feed_forward import PositionwiseFeedForward
@@ -21,6 +22,7 @@ from keras_attention.layers.transformer_encoder import TransformerEncoder
 from keras_attention.layers.transformer_encoder_block import TransformerEncoderBlock
 
 __all__ = [
+    "LearnedPositionalEncoding",
     "MultiHeadAttention",
     "PositionalEmbedding",
     "PositionwiseFeedForward",

@@ -20,6 +20,11 @@ class BlockArguments(keras.layers.Layer):
 
     Args:
         num_heads: number of attention heads.
+        key_dim: size of each head's queries, keys and values (`d_k = d_v`); defaults to
+            `d_model // num_heads`, the paper's constant computation (Table 3, row A). A
+            smaller one is Table 3's row B.
+        attention_scale: multiplier of the attention logits; defaults to the paper's
+            `1 / sqrt(d_k)` (Section 3.2.1); `1.0` is unscaled dot-product attention.
         intermediate_dim: inner size of the feed-forward network (`d_ff`).
         dropout: residual dropout on each sub-layer's output (the paper's `P_drop`).
         attention_dropout: dropout on the attention weights.
@@ -37,6 +42,8 @@ class BlockArguments(keras.layers.Layer):
         *,
         num_heads: int,
         intermediate_dim: int,
+        key_dim: int | None = None,
+        attention_scale: float | None = None,
         dropout: float = 0.1,
         attention_dropout: float = 0.0,
         activation_dropout: float = 0.0,
@@ -50,12 +57,17 @@ class BlockArguments(keras.layers.Layer):
         super().__init__(**kwargs)
         check_positive_int("num_heads", num_heads)
         check_positive_int("intermediate_dim", intermediate_dim)
+        check_positive_int("key_dim", key_dim, allow_none=True)
+        if attention_scale is not None:
+            check_positive_float("attention_scale", attention_scale)
         check_rate("dropout", dropout)
         check_rate("attention_dropout", attention_dropout)
         check_rate("activation_dropout", activation_dropout)
         check_positive_float("layer_norm_epsilon", layer_norm_epsilon)
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
+        self.key_dim = key_dim
+        self.attention_scale = attention_scale
         self.dropout = dropout
         self.attention_dropout = attention_dropout
         self.activation_dropout = activation_dropout
@@ -75,6 +87,8 @@ class BlockArguments(keras.layers.Layer):
         return {
             "num_heads": self.num_heads,
             "intermediate_dim": self.intermediate_dim,
+            "key_dim": self.key_dim,
+            "attention_scale": self.attention_scale,
             "dropout": self.dropout,
             "attention_dropout": self.attention_dropout,
             "activation_dropout": self.activation_dropout,
@@ -88,12 +102,15 @@ class BlockArguments(keras.layers.Layer):
     def _attention(self, name: str, query_shape, value_shape) -> MultiHeadAttention:
         """A built multi-head attention sub-layer named `name` (Section 3.2.2)."""
         d_model = query_shape[-1]
-        if d_model % self.num_heads:
+        if self.key_dim is None and d_model % self.num_heads:
             raise ValueError(
-                f"num_heads must divide d_model; got num_heads={self.num_heads}, d_model={d_model}"
+                "num_heads must divide d_model when key_dim is not given; got "
+                f"num_heads={self.num_heads}, d_model={d_model}"
             )
         attention = MultiHeadAttention(
             self.num_heads,
+            key_dim=self.key_dim,
+            scale=self.attention_scale,
             dropout=self.attention_dropout,
             kernel_initializer=clone_initializer(self.kernel_initializer, name),
             bias_initializer=clone_initializer(self.bias_initializer, name),

@@ -12,7 +12,7 @@ import keras
 from keras import ops
 
 from keras_attention import masks
-from keras_attention.core.checks import check_positive_int, check_rate
+from keras_attention.core.checks import check_positive_float, check_positive_int, check_rate
 from keras_attention.core.sequence_buffer import write_positions
 from keras_attention.layers.initializers import clone_initializer
 from keras_attention.layers.legacy_weights import ProjectionDense
@@ -59,6 +59,8 @@ class MultiHeadAttention(QuantizedSublayersMixin, keras.layers.Layer):
         kernel_constraint: constraint on the projection kernels.
         bias_constraint: constraint on the projection biases.
         seed: optional int seed for the dropout.
+        scale: multiplier of the attention logits; defaults to `1 / sqrt(key_dim)`, the
+            paper's scaling (Section 3.2.1). `scale=1.0` is unscaled dot-product attention.
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -131,6 +133,7 @@ class MultiHeadAttention(QuantizedSublayersMixin, keras.layers.Layer):
         kernel_constraint=None,
         bias_constraint=None,
         seed: int | None = None,
+        scale: float | None = None,
         **kwargs,
     ):
         # `output_dim` was this argument's name before it took keras's; old configs use it.
@@ -149,6 +152,8 @@ class MultiHeadAttention(QuantizedSublayersMixin, keras.layers.Layer):
         check_positive_int("value_dim", value_dim, allow_none=True)
         check_positive_int("output_shape", output_shape, allow_none=True)
         check_rate("dropout", dropout)
+        if scale is not None:
+            check_positive_float("scale", scale)
         if attention_axes is not None and tuple(_as_tuple(attention_axes)) not in ((1,), (-3,)):
             raise ValueError(
                 "attention_axes: this layer attends over the sequence axis of "
@@ -169,6 +174,7 @@ class MultiHeadAttention(QuantizedSublayersMixin, keras.layers.Layer):
         self.bias_constraint = keras.constraints.get(bias_constraint)
         self.attention_axes = attention_axes
         self.seed = seed
+        self.scale = scale
         self.supports_masking = True
         self.seed_generator = keras.random.SeedGenerator(seed) if dropout > 0 else None
 
@@ -364,7 +370,7 @@ class MultiHeadAttention(QuantizedSublayersMixin, keras.layers.Layer):
             query, key_length, padding, attention_mask, use_causal_mask, None
         )
         mask4 = None if mask is None else mask[:, None]  # (B, 1, Tq, Tk)
-        scale = 1.0 / math.sqrt(self.head_key_dim)
+        scale = self._logit_scale()
         dropout_active = bool(training) and self.dropout > 0
         # Backends' fused kernels may compute Q K^T in float16, where it overflows (TensorFlow
         # does); `scaled_dot_product_attention` computes the logits in float32.
@@ -514,7 +520,7 @@ class MultiHeadAttention(QuantizedSublayersMixin, keras.layers.Layer):
             dropout=self.dropout,
             training=dropout_active,
             seed=self.seed_generator,
-            scale=1.0 / math.sqrt(self.head_key_dim),
+            scale=self._logit_scale(),
             return_attention_scores=True,
         )  # (B, N, Tq, H)
         output = _merge_heads(self.output_dense, ops.swapaxes(attended, 1, 2))  # (B, Tq, D)
@@ -522,6 +528,10 @@ class MultiHeadAttention(QuantizedSublayersMixin, keras.layers.Layer):
         if return_attention_scores:
             results += (scores,)
         return results[0] if len(results) == 1 else results
+
+    def _logit_scale(self) -> float:
+        """The multiplier of the logits: `scale`, or the paper's `1 / sqrt(d_k)`."""
+        return self.scale if self.scale is not None else 1.0 / math.sqrt(self.head_key_dim)
 
     def compute_output_shape(self, query_shape, value_shape, key_shape=None):
         return (*tuple(query_shape[:-1]), self.output_shape or query_shape[-1])
@@ -548,6 +558,7 @@ class MultiHeadAttention(QuantizedSublayersMixin, keras.layers.Layer):
                 "bias_constraint": keras.constraints.serialize(self.bias_constraint),
                 "attention_axes": self.attention_axes,
                 "seed": self.seed,
+                "scale": self.scale,
             }
         )
         return config

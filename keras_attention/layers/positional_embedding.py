@@ -1,4 +1,4 @@
-"""Token embedding plus sinusoidal positional encoding (Sections 3.4 and 3.5)."""
+"""Token embedding plus positional encoding, sinusoidal or learned (Sections 3.4 and 3.5)."""
 
 import math
 
@@ -7,6 +7,7 @@ from keras import ops
 
 from keras_attention.core.checks import check_positive_float, check_positive_int, check_rate
 from keras_attention.layers.initializers import clone_initializer
+from keras_attention.layers.learned_positional_encoding import LearnedPositionalEncoding
 from keras_attention.layers.sinusoidal_positional_encoding import SinusoidalPositionalEncoding
 
 
@@ -27,6 +28,9 @@ class PositionalEmbedding(keras.layers.Layer):
         tie_weights: whether `reverse=True` uses the transposed embedding matrix (`True`)
             or a separate output matrix.
         scale_embeddings: multiply the embeddings by `sqrt(d_model)` as in the paper.
+        max_positions: `None` for the paper's sinusoids; a number for learned positional
+            embeddings of that many positions instead (`LearnedPositionalEncoding`, Table 3's
+            row E).
         embeddings_initializer: initializer of the embedding matrix; defaults to
             `RandomNormal(stddev=d_model ** -0.5)` so that scaled embeddings have unit scale.
         **kwargs: standard `keras.layers.Layer` arguments.
@@ -63,6 +67,7 @@ class PositionalEmbedding(keras.layers.Layer):
         tie_weights: bool = True,
         scale_embeddings: bool = True,
         embeddings_initializer=None,
+        max_positions: int | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -70,6 +75,7 @@ class PositionalEmbedding(keras.layers.Layer):
         check_positive_int("d_model", d_model)
         check_rate("dropout", dropout)
         check_positive_float("max_wavelength", max_wavelength)
+        check_positive_int("max_positions", max_positions, allow_none=True)
         self.vocabulary_size = vocabulary_size
         self.d_model = d_model
         self.dropout = dropout
@@ -77,6 +83,7 @@ class PositionalEmbedding(keras.layers.Layer):
         self.max_wavelength = max_wavelength
         self.tie_weights = tie_weights
         self.scale_embeddings = scale_embeddings
+        self.max_positions = max_positions
         if embeddings_initializer is None:
             embeddings_initializer = keras.initializers.RandomNormal(stddev=d_model**-0.5)
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
@@ -89,14 +96,21 @@ class PositionalEmbedding(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="token_embedding",
         )
-        self.position_encoding = SinusoidalPositionalEncoding(
-            max_wavelength, dtype=self.dtype_policy, name="position_encoding"
+        self.position_encoding = (
+            SinusoidalPositionalEncoding(
+                max_wavelength, dtype=self.dtype_policy, name="position_encoding"
+            )
+            if max_positions is None
+            else LearnedPositionalEncoding(
+                max_positions, dtype=self.dtype_policy, name="position_encoding"
+            )
         )
         self.embedding_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
         self.supports_masking = True
 
     def build(self, input_shape):
         self.token_embedding.build(input_shape)
+        self.position_encoding.build((*tuple(input_shape), self.d_model))
 
     @property
     def embeddings(self):
@@ -141,6 +155,7 @@ class PositionalEmbedding(keras.layers.Layer):
                 "max_wavelength": self.max_wavelength,
                 "tie_weights": self.tie_weights,
                 "scale_embeddings": self.scale_embeddings,
+                "max_positions": self.max_positions,
                 "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
             }
         )

@@ -59,6 +59,14 @@ class Transformer(keras.Model):
         share_embeddings: one embedding matrix for source and target tokens.
         tie_output_embeddings: the target embedding matrix is also the pre-softmax projection.
         max_wavelength: base of the sinusoidal positional encoding.
+        key_dim: size of each attention head's queries, keys and values (`d_k = d_v`);
+            defaults to `d_model // num_heads` (Table 3's row B varies it).
+        attention_scale: multiplier of the attention logits; defaults to the paper's
+            `1 / sqrt(d_k)` (Section 3.2.1); `1.0` leaves them unscaled.
+        scale_embeddings: multiply the embeddings by `sqrt(d_model)` (Section 3.4).
+        max_positions: `None` for sinusoidal positions (Section 3.5); a number for learned
+            positional embeddings of that many positions (Table 3's row E), which must exceed
+            the longest output a search writes.
         **kwargs: standard `keras.Model` arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -94,6 +102,10 @@ class Transformer(keras.Model):
         share_embeddings: bool = True,
         tie_output_embeddings: bool = True,
         max_wavelength: float = 10000.0,
+        key_dim: int | None = None,
+        attention_scale: float | None = None,
+        scale_embeddings: bool = True,
+        max_positions: int | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -104,9 +116,10 @@ class Transformer(keras.Model):
                 "share_embeddings=True needs one vocabulary; got vocabulary_size="
                 f"{vocabulary_size}, target_vocabulary_size={target_vocabulary_size}"
             )
-        if d_model % num_heads:
+        if key_dim is None and d_model % num_heads:
             raise ValueError(
-                f"num_heads must divide d_model; got num_heads={num_heads}, d_model={d_model}"
+                "num_heads must divide d_model when key_dim is not given; got "
+                f"num_heads={num_heads}, d_model={d_model}"
             )
         self.vocabulary_size = vocabulary_size
         self.target_vocabulary_size = target_vocabulary_size
@@ -123,10 +136,19 @@ class Transformer(keras.Model):
         self.share_embeddings = share_embeddings
         self.tie_output_embeddings = tie_output_embeddings
         self.max_wavelength = max_wavelength
+        self.key_dim = key_dim
+        self.attention_scale = attention_scale
+        self.scale_embeddings = scale_embeddings
+        self.max_positions = max_positions
 
         policy = self.dtype_policy
         embedding_args = dict(
-            d_model=d_model, dropout=dropout, max_wavelength=max_wavelength, dtype=policy
+            d_model=d_model,
+            dropout=dropout,
+            max_wavelength=max_wavelength,
+            scale_embeddings=scale_embeddings,
+            max_positions=max_positions,
+            dtype=policy,
         )
         self.target_embedding = PositionalEmbedding(
             self.output_vocabulary_size,
@@ -142,6 +164,8 @@ class Transformer(keras.Model):
         block_args = dict(
             num_heads=num_heads,
             intermediate_dim=intermediate_dim,
+            key_dim=key_dim,
+            attention_scale=attention_scale,
             dropout=dropout,
             attention_dropout=attention_dropout,
             activation_dropout=activation_dropout,
@@ -519,6 +543,10 @@ class Transformer(keras.Model):
             "share_embeddings": self.share_embeddings,
             "tie_output_embeddings": self.tie_output_embeddings,
             "max_wavelength": self.max_wavelength,
+            "key_dim": self.key_dim,
+            "attention_scale": self.attention_scale,
+            "scale_embeddings": self.scale_embeddings,
+            "max_positions": self.max_positions,
         }
 
 

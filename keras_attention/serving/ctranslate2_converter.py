@@ -200,6 +200,21 @@ def _check_convertible(model: Transformer, tokenizer: SubwordTokenizer) -> None:
             f"target_vocabulary_size={model.target_vocabulary_size}, "
             f"vocabulary_size={model.vocabulary_size}"
         )
+    # The paper's variations (Table 3) that CTranslate2's TransformerSpec has no field for:
+    # its attention always divides by sqrt(d_model / heads) and scales the embeddings.
+    paper_defaults = {
+        "key_dim": (None, model.d_model // model.num_heads),
+        "attention_scale": (None,),
+        "scale_embeddings": (True,),
+        "max_positions": (None,),
+    }
+    for name, supported in paper_defaults.items():
+        value = getattr(model, name)
+        if value not in supported:
+            raise ValueError(
+                f"CTranslate2's Transformer converter supports the paper's {name} only; the "
+                f"model has {name}={value!r}"
+            )
     for stack in (model.encoder, model.decoder):
         activation = keras.activations.serialize(stack.activation)
         if activation != "relu":

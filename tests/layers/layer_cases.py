@@ -31,6 +31,8 @@ def block_arguments() -> dict:
     return {
         "num_heads": 2,
         "intermediate_dim": 24,
+        "key_dim": 6,
+        "attention_scale": 0.3,
         "dropout": 0.2,
         "attention_dropout": 0.1,
         "activation_dropout": 0.15,
@@ -198,6 +200,7 @@ LAYER_CASES = [
             "kernel_constraint": keras.constraints.MaxNorm(3.0),
             "bias_constraint": keras.constraints.NonNeg(),
             "seed": 3,
+            "scale": 0.25,
         },
         multi_head_inputs,
         call_multi_head,
@@ -205,6 +208,12 @@ LAYER_CASES = [
     LayerCase(
         ka.SinusoidalPositionalEncoding,
         lambda: {"max_wavelength": 500.0},
+        hidden_inputs,
+        call_positional_encoding,
+    ),
+    LayerCase(
+        ka.LearnedPositionalEncoding,
+        lambda: {"max_positions": 12, "initializer": initializer("kernel", 9)},
         hidden_inputs,
         call_positional_encoding,
     ),
@@ -219,6 +228,7 @@ LAYER_CASES = [
             "tie_weights": False,
             "scale_embeddings": False,
             "embeddings_initializer": initializer("kernel", 4),
+            "max_positions": 12,
         },
         token_inputs,
         call_embedding,

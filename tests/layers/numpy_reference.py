@@ -100,7 +100,9 @@ def multi_head_attention(
     queries = _project(query, mha.query_dense, heads)  # (B, Tq, N, H)
     keys = _project(value, mha.key_dense, heads)  # (B, Tk, N, H)
     values = _project(value, mha.value_dense, heads)  # (B, Tk, N, H)
-    logits = np.einsum("bqnh,bknh->bnqk", queries, keys) / np.sqrt(queries.shape[-1])
+    # The paper's 1 / sqrt(d_k) unless the layer has its own multiplier (`scale`).
+    scale = 1.0 / np.sqrt(queries.shape[-1]) if mha.scale is None else mha.scale
+    logits = np.einsum("bqnh,bknh->bnqk", queries, keys) * scale
     weights = masked_softmax(logits, None if mask is None else mask[:, None])
     attended = np.einsum("bnqk,bknh->bqnh", weights, values)
     flat = attended.reshape(*attended.shape[:2], -1)  # (B, Tq, N * H)

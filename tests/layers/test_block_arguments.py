@@ -34,6 +34,7 @@ def test_num_heads_that_does_not_divide_d_model_is_refused_by_name(layer_class):
     stack = {"num_layers": 2} if "Block" not in layer_class.__name__ else {}
     layer = layer_class(num_heads=3, intermediate_dim=8, **stack)
     with pytest.raises(
-        ValueError, match="num_heads must divide d_model; got num_heads=3, d_model=8"
+        ValueError,
+        match="num_heads must divide d_model when key_dim is not given; got num_heads=3, d_model=8",
     ):
         layer.build((2, 5, 8))

@@ -46,6 +46,7 @@ MASKED_CALLS = {
     "ScaledDotProductAttention": attention_on_masked,
     "MultiHeadAttention": cross_attention_on_masked,
     "SinusoidalPositionalEncoding": self_attention_on_masked,
+    "LearnedPositionalEncoding": self_attention_on_masked,
     "PositionalEmbedding": embedding_on_ids,
     "PositionwiseFeedForward": self_attention_on_masked,
     "TransformerEncoderBlock": self_attention_on_masked,

@@ -87,7 +87,9 @@ def _reference_mha(
     """Multi-head attention in float64; returns `(output, weights (batch, heads, Tq, Tk))`."""
     q = _dense(layer.query_dense, query, "btd,dnh->btnh")
     k, v = _reference_projections(layer, value, key)
-    logits = np.einsum("bqnh,bknh->bnqk", q, k) / np.sqrt(q.shape[-1])
+    # The paper's 1 / sqrt(d_k), unless the layer was given its own multiplier.
+    scale = 1.0 / np.sqrt(q.shape[-1]) if layer.scale is None else layer.scale
+    logits = np.einsum("bqnh,bknh->bnqk", q, k) * scale
     weights = reference.masked_softmax(logits, None if mask is None else mask[:, None])
     attended = np.einsum("bnqk,bknh->bqnh", weights, v)
     return _dense(layer.output_dense, attended, "bqnh,nhd->bqd"), weights
@@ -149,6 +151,8 @@ CASES = {
         (),
     ),
     "no_bias": ({"use_bias": False}, (5, D_MODEL), None, ()),
+    "unscaled": ({"scale": 1.0}, (5, D_MODEL), None, ("use_causal_mask",)),
+    "own_scale": ({"scale": 0.7, "key_dim": 3}, (3, D_MODEL), (6, 12, None), ("value_mask",)),
     "value_mask": ({}, (3, D_MODEL), (6, 12, None), ("value_mask",)),
     "query_mask": ({}, (5, D_MODEL), None, ("query_mask",)),
     "attention_mask": ({}, (4, D_MODEL), (6, 12, None), ("attention_mask",)),
@@ -316,6 +320,18 @@ def test_cached_decoding_matches_a_full_causal_call(
 
 
 @pytest.mark.parametrize("append", [False, True], ids=["fixed_cache", "growing_cache"])
+def test_cached_decoding_uses_the_layers_scale(append: bool):
+    x = _random((BATCH, 6, D_MODEL), 1)
+    layer = _built_layer(x, x, scale=1.0)
+    results, _ = _decode_in_chunks(layer, x, 2, False, append=append)
+    want, _ = _reference_mha(layer, x, x, mask=_reference_mask(6, 6, use_causal_mask=True))
+    np.testing.assert_allclose(np.concatenate([r[0] for r in results], axis=1), want, **TOLERANCE)
+    # The paper's scaling gives other outputs: the multiplier is really applied.
+    default = _built_layer(x, x)
+    assert not np.allclose(_call(default, x, x, use_causal_mask=True)[0], want, atol=1e-3)
+
+
+@pytest.mark.parametrize("append", [False, True], ids=["fixed_cache", "growing_cache"])
 def test_cached_decoding_applies_an_attention_mask_over_the_cache(append: bool):
     x = _random((BATCH, 6, D_MODEL), 1)
     layer = _built_layer(x, x)
@@ -412,6 +428,8 @@ def test_dropout_only_when_training():
         ({"num_heads": 2, "dropout": -0.1}, r"dropout=-0\.1"),
         ({"num_heads": 2, "dropout": 1.0}, r"dropout=1\.0"),
         ({"num_heads": 2, "key_dim": 0}, r"key_dim=0"),
+        ({"num_heads": 2, "scale": 0.0}, r"scale=0\.0"),
+        ({"num_heads": 2, "scale": "sqrt"}, r"scale='sqrt'"),
     ],
 )
 def test_rejects_bad_arguments(arguments: dict, message: str):

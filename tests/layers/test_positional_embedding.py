@@ -16,14 +16,21 @@ TOKEN_IDS = np.array([[5, 16, 3, 9, 0, 0], [1, 2, 0, 0, 0, 0], [7, 7, 4, 12, 11,
 
 
 def reference_embedding(
-    layer: PositionalEmbedding, token_ids: np.ndarray, start_index: int = 0, scale: bool = True
+    layer: PositionalEmbedding, token_ids: np.ndarray, start_index: int = 0
 ) -> np.ndarray:
-    """`E[ids] * sqrt(d_model) + PE` in float64, from the layer's own embedding matrix."""
+    """`E[ids] * sqrt(d_model) + PE` in float64, from the layer's own embedding matrix (not
+    scaled when the layer says `scale_embeddings=False`; `PE` its learned rows when it has
+    `max_positions`)."""
     table = to_numpy(layer.embeddings).astype(np.float64)
     hidden = table[token_ids]
-    if scale:
+    if layer.scale_embeddings:
         hidden = hidden * math.sqrt(layer.d_model)
-    return hidden + reference_encoding(token_ids.shape[1], layer.d_model, start_index)[None]
+    length = token_ids.shape[1]
+    if layer.max_positions is None:
+        return hidden + reference_encoding(length, layer.d_model, start_index)[None]
+    learned = to_numpy(layer.position_encoding.embeddings).astype(np.float64)
+    rows = np.minimum(np.arange(start_index, start_index + length), layer.max_positions - 1)
+    return hidden + learned[rows][None]
 
 
 def random_hidden(d_model: int) -> np.ndarray:
@@ -42,8 +49,29 @@ def test_matches_scaled_embedding_plus_encoding(d_model, scale_embeddings):
     layer = PositionalEmbedding(VOCABULARY_SIZE, d_model, scale_embeddings=scale_embeddings)
     output = to_numpy(layer(TOKEN_IDS))
     assert output.shape == (*TOKEN_IDS.shape, d_model)
-    expected = reference_embedding(layer, TOKEN_IDS, scale=scale_embeddings)
+    expected = reference_embedding(layer, TOKEN_IDS)
     np.testing.assert_allclose(output, expected, atol=1e-5, rtol=1e-5)
+    if not scale_embeddings:  # the reference's own switch: the unscaled sum really differs
+        scaled = PositionalEmbedding(VOCABULARY_SIZE, d_model)
+        scaled.build(TOKEN_IDS.shape)
+        scaled.set_weights(layer.get_weights())
+        assert not np.allclose(to_numpy(scaled(TOKEN_IDS)), output, atol=1e-3)
+
+
+@pytest.mark.parametrize("start_index", [0, 3, 9])
+def test_learned_positions_add_their_rows(start_index: int):
+    layer = PositionalEmbedding(VOCABULARY_SIZE, 8, max_positions=12)
+    output = to_numpy(layer(TOKEN_IDS, start_index=start_index))
+    assert [w.shape for w in layer.position_encoding.weights] == [(12, 8)]
+    # Positions 9 to 14 of a 12-row table: the last three reuse row 11.
+    np.testing.assert_allclose(
+        output, reference_embedding(layer, TOKEN_IDS, start_index), atol=1e-5, rtol=1e-5
+    )
+    assert layer.get_config()["max_positions"] == 12
+    restored = PositionalEmbedding.from_config(layer.get_config())
+    restored.build(TOKEN_IDS.shape)
+    restored.set_weights(layer.get_weights())
+    np.testing.assert_array_equal(to_numpy(restored(TOKEN_IDS, start_index=start_index)), output)
 
 
 @pytest.mark.parametrize("as_tensor", [False, True], ids=["int", "tensor"])
@@ -152,6 +180,7 @@ def test_symbolic_model_matches_eager_call():
         ({"dropout": -0.1}, "dropout"),
         ({"dropout": 1.0}, "dropout"),
         ({"dropout": 1.5}, "dropout"),
+        ({"max_positions": 0}, "max_positions"),
     ],
 )
 def test_invalid_arguments_raise_value_error_naming_them(kwargs, name):

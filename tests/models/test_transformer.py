@@ -59,6 +59,14 @@ EMBEDDING_CONFIGS = {
     "pre_ln": {"norm_first": True},
 }
 
+# The paper's variations (Table 3 and Sections 3.2.1, 3.4, 3.5) that change what is computed.
+PAPER_VARIATIONS = {
+    "smaller_key_dim": {"key_dim": 3},  # row (B): d_k < d_model / h
+    "unscaled_attention": {"attention_scale": 1.0},  # no 1 / sqrt(d_k)
+    "unscaled_embeddings": {"scale_embeddings": False},  # no sqrt(d_model)
+    "learned_positions": {"max_positions": 16},  # row (E)
+}
+
 
 def preset_sizes(preset: str, **overrides) -> dict:
     """The sizes of `preset` written from the table above, updated with `overrides`."""
@@ -292,6 +300,18 @@ def test_logits_match_float64_reference(config: str):
     assert_close(logits, reference_logits(model, SOURCE, TARGET))
 
 
+@pytest.mark.parametrize("variation", list(PAPER_VARIATIONS))
+def test_paper_variations_match_float64_reference(variation: str):
+    model = make_model(**PAPER_VARIATIONS[variation])
+    logits = model((SOURCE, TARGET))
+    assert_close(logits, reference_logits(model, SOURCE, TARGET))
+    # The variation is really applied: the same weights in the paper's model differ.
+    paper = make_model()
+    if variation not in ("smaller_key_dim", "learned_positions"):  # (other weight shapes)
+        paper.set_weights(model.get_weights())
+        assert_differ(paper((SOURCE, TARGET)), logits)
+
+
 @pytest.mark.parametrize("config", list(EMBEDDING_CONFIGS))
 def test_logits_are_the_decoders_output_times_the_output_matrix(config: str):
     """The projection alone, from the model's own decoder hidden states."""
@@ -411,10 +431,10 @@ def test_dropout_only_in_training():
 
 
 @pytest.mark.parametrize("append", [False, True], ids=["fixed_cache", "growing_cache"])
-@pytest.mark.parametrize("config", ["tied", "pre_ln"])
+@pytest.mark.parametrize("config", ["tied", "pre_ln", "smaller_key_dim", "learned_positions"])
 @pytest.mark.parametrize("chunk", [1, 2])
 def test_cached_decoding_equals_full_decode(chunk: int, config: str, append: bool):
-    model = make_model(**EMBEDDING_CONFIGS[config])
+    model = make_model(**{**EMBEDDING_CONFIGS, **PAPER_VARIATIONS}[config])
     encoded, source_mask = model.encode(SOURCE)
     full = to_numpy(model.decode(TARGET, encoded, source_mask))
     cache = model.decoder.initial_cache(BATCH, 0 if append else TARGET_LEN)
@@ -457,6 +477,10 @@ NON_DEFAULT_ARGUMENTS = {
     "share_embeddings": False,
     "tie_output_embeddings": False,
     "max_wavelength": 500.0,
+    "key_dim": 3,
+    "attention_scale": 0.5,
+    "scale_embeddings": False,
+    "max_positions": 20,
 }
 
 
@@ -474,8 +498,13 @@ def test_config_round_trip_holds_every_argument():
         assert stack.attention_dropout == 0.1 and stack.activation_dropout == 0.05
         assert stack.norm_first and stack.layer_norm_epsilon == 1e-5
     assert restored.source_embedding.max_wavelength == 500.0
+    assert not restored.source_embedding.scale_embeddings
+    assert restored.source_embedding.max_positions == 20
     logits = restored((SOURCE, TARGET))
     assert tuple(logits.shape) == (BATCH, TARGET_LEN, TARGET_VOCABULARY_SIZE)
+    for attention in (restored.encoder.blocks[0].self_attention,
+                      restored.decoder.blocks[1].cross_attention):  # fmt: skip
+        assert (attention.head_key_dim, attention.scale) == (3, 0.5)
 
 
 @pytest.mark.parametrize("config", ["tied", "separate_and_untied"])

@@ -303,9 +303,14 @@ def test_detokenize_inverts_source_tokens(tokenizer, sources):
     [
         ({"share_embeddings": False, "target_vocabulary_size": 90}, "target_vocabulary_size"),
         ({"vocabulary_size": 90}, "vocabulary_size"),
+        # The paper's variations that CTranslate2's TransformerSpec cannot hold.
+        ({"key_dim": 3}, "key_dim=3"),
+        ({"attention_scale": 1.0}, "attention_scale=1.0"),
+        ({"scale_embeddings": False}, "scale_embeddings=False"),
+        ({"max_positions": 64}, "max_positions=64"),
     ],
 )
-def test_models_of_another_vocabulary_are_refused(tokenizer, tmp_path, overrides, setting):
+def test_models_the_spec_cannot_hold_are_refused(tokenizer, tmp_path, overrides, setting):
     keras.utils.set_random_seed(7)
     model = Transformer(**{"vocabulary_size": VOCABULARY_SIZE, **TINY_MODEL, **overrides})
     model.build()
