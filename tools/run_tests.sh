@@ -14,8 +14,9 @@ if [[ "${1:-}" == "--quick" ]]; then
 fi
 # The slowest tests are listed (--durations) so that the suite's time can be kept in check.
 KERAS_BACKEND=tensorflow python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20 tests "$@"
-# The docstring examples of the package and of the tools' own, as doctests (set-up: conftest.py).
-KERAS_BACKEND=tensorflow python -m pytest -q --doctest-modules keras_attention keras_attention_cli "$@"
+# The docstring examples of the package and of the tools' own, as doctests (set-up: conftest.py),
+# in two processes too (each trains the examples' tiny run once, about 10 s).
+KERAS_BACKEND=tensorflow python -m pytest -q -n 2 --doctest-modules keras_attention keras_attention_cli "$@"
 AGNOSTIC=(tests/core tests/layers tests/decoding tests/test_masks.py tests/models/test_transformer.py
   tests/models/test_deferred_collection.py tests/training/test_memorize.py)
 KERAS_BACKEND=torch python -m pytest -q -n 2 "${AGNOSTIC[@]}" "$@"
