@@ -5,13 +5,16 @@ under the same number of updates, and writes their table and figure.
     python tools/ablate.py sweep --work-dir runs/ablation --train-steps 6000 \\
         --train-args "--dataset multi30k --data-dir ../shared/data/multi30k --preset tiny"
     python tools/ablate.py table --work-dir runs/ablation --output docs/paper
+    python tools/ablate.py costs --output docs/paper             # Table 1, a few minutes
 
 `sweep` trains the base row with several seeds (`--base-seeds`, 3 by default) and every other
 row once, each a `tools/train.py` run folder under `--work-dir` that resumes where it stopped:
 kill the sweep and start the same command again, and it goes on with the row it was on. It
 then writes `ablation.md`, `ablation.json` and `ablation.png` (into `--output`, by default the
 work folder). `table` writes them again from the rows finished so far. The scores are the
-validation split's (never the test set's): see tools/paper/table.py.
+validation split's (never the test set's): see tools/paper/table.py. `costs` measures
+Table 1 (per-layer forward time and FLOPs against the sequence length): see
+tools/paper/layer_costs.py.
 """
 
 import argparse
@@ -23,7 +26,11 @@ CHECKOUT = str(Path(__file__).resolve().parents[1])
 if CHECKOUT not in sys.path:
     sys.path.insert(0, CHECKOUT)  # the checkout's packages, not another installed copy
 
-from keras_attention_cli.arguments import ArgumentParser, int_at_least  # noqa: E402
+from keras_attention_cli.arguments import (  # noqa: E402
+    ArgumentParser,
+    int_at_least,
+    set_quiet_import,
+)
 from keras_attention_cli.errors import fail, run_command  # noqa: E402
 
 
@@ -31,6 +38,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="the rows and groups, with the paper's figures")
+    costs = commands.add_parser("costs", help="Table 1: per-layer time and FLOPs against n")
+    costs.add_argument("--output", required=True, help="where the table and figure go")
+    costs.add_argument("--d-model", type=int_at_least(1), default=128, help="width d (128)")
+    costs.add_argument("--lengths", type=int_at_least(1), nargs="+",
+                       default=[16, 32, 64, 128, 256, 512, 1024],
+                       help="sequence lengths n (16 to 1024, doubling)")  # fmt: skip
+    costs.add_argument("--repeats", type=int_at_least(1), default=5,
+                       help="timed calls per layer and length, the best counts (5)")  # fmt: skip
     for name, text in (("sweep", "train the rows not finished yet, then write the table"),
                        ("table", "write the table of the rows finished so far")):  # fmt: skip
         command = commands.add_parser(name, help=text)
@@ -111,10 +126,18 @@ def _list() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    set_quiet_import(getattr(args, "verbose", False))
 
     def command() -> None:
         if args.command == "list":
             _list()
+            return
+        if args.command == "costs":
+            import keras_attention  # noqa: F401 (Keras imported quietly first)
+            from tools.paper.layer_costs import measure, write_costs
+
+            write_costs(measure(args.lengths, args.d_model, repeats=args.repeats), args.output)
+            print(f"table: {Path(args.output) / 'layer_costs.md'} (and .json, .png)")
             return
         from tools.paper.sweep import collect_results, run_sweep
         from tools.paper.table import write_table
