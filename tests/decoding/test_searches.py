@@ -125,7 +125,10 @@ class TableTransformer(ControlledTransformer):
     length), whatever the network computes."""
 
     def __init__(self, tables: np.ndarray, **kwargs):
-        super().__init__(vocabulary_size=tables.shape[-1], **{**SIZE, **kwargs})
+        # The network's logits are replaced: one decoder layer is enough (and cheaper a step).
+        super().__init__(
+            vocabulary_size=tables.shape[-1], **{**SIZE, "num_decoder_layers": 1, **kwargs}
+        )
         with np.errstate(divide="ignore"):
             self.log_table = np.log(tables).reshape(-1, tables.shape[-1]).astype("float32")
         self.num_tables = tables.shape[0]
@@ -456,16 +459,19 @@ def test_a_batch_gives_what_each_sentence_gives_alone(kind: str, seed: int):
 
 def test_a_finished_sentence_is_not_changed_by_the_longer_ones():
     """Sentence 0 (source length 2: table `LATE_BETTER`) is finished after two steps, while
-    sentence 1 (length 3: `RARELY_ENDS`) goes on; sentence 0's result must not depend on it."""
+    sentence 1 (length 3: `RARELY_ENDS`) goes on to its limit; sentence 0's result must not
+    depend on it. `extra_length` 4 leaves room for `LATE_BETTER`'s longer path (5 tokens),
+    and sentence 1 goes on for 5 steps after sentence 0 is finished."""
     model = table_model((LATE_BETTER, DEFAULT_ROW), (RARELY_ENDS, RARELY_ENDS_DEFAULT))
     sources = np.array([[4, EOS_ID, 0], [4, 5, EOS_ID]], dtype="int32")
-    options = dict(beam_size=2, alpha=0.6)
+    options = dict(beam_size=2, alpha=0.6, extra_length=4)
     alone = search("beam", model, sources[:1, :2], **options)
     best = [5, EOS_ID]
     np.testing.assert_array_equal(alone[0][0, :2], best)
     expected = path_log_prob(LATE_BETTER, DEFAULT_ROW, best) / penalty(len(best), 0.6)
     assert alone[1][0] == pytest.approx(expected, abs=1e-5)
     tokens, scores = search("beam", model, sources, **options)
+    assert output_lengths(tokens)[1] == 3 + 4  # sentence 1 went on to its limit
     width = alone[0].shape[1]
     assert_same_result((tokens[:1, :width], scores[:1]), alone)
 

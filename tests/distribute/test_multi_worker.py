@@ -205,8 +205,10 @@ def test_train_tool_trains_across_two_workers_and_only_the_chief_keeps_files(tmp
     output, temps = tmp_path / "run", [tmp_path / "tmp0", tmp_path / "tmp1"]
     for temp in temps:
         temp.mkdir()
+    # Greedy search and 20 validation sentences: the searches are not what this test checks.
+    command = train_command(output, 2, "--beam-size", "1", "--validation-bleu-sentences", "20")
     results = run_local_cluster(
-        train_command(output, 2),
+        command,
         num_workers=2,
         timeout=TIMEOUT,
         worker_env=[{"TMPDIR": str(temp)} for temp in temps],
