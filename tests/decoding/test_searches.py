@@ -125,7 +125,10 @@ class TableTransformer(ControlledTransformer):
     length), whatever the network computes."""
 
     def __init__(self, tables: np.ndarray, **kwargs):
-        super().__init__(vocabulary_size=tables.shape[-1], **{**SIZE, **kwargs})
+        # The network's logits are replaced: one decoder layer is enough (and cheaper a step).
+        super().__init__(
+            vocabulary_size=tables.shape[-1], **{**SIZE, "num_decoder_layers": 1, **kwargs}
+        )
         with np.errstate(divide="ignore"):
             self.log_table = np.log(tables).reshape(-1, tables.shape[-1]).astype("float32")
         self.num_tables = tables.shape[0]
@@ -185,6 +188,15 @@ def eos_model(seed: int, eos_offset: float = 0.0, eos_slope: float = 0.5) -> Eos
     model((SOURCES, SOURCES))
     randomize_weights(model, seed)
     return model
+
+
+@functools.cache
+def eos_search(kind: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """`search(kind, eos_model(seed), SOURCES, extra_length=EXTRA_LENGTH)` with the search's
+    defaults, computed once: several tests check properties of this same result."""
+    tokens, scores = search(kind, eos_model(seed), SOURCES, extra_length=EXTRA_LENGTH)
+    tokens.flags.writeable = scores.flags.writeable = False
+    return tokens, scores
 
 
 def probability_table(rows: dict[int, dict[int, float]], default: dict[int, float]) -> np.ndarray:
@@ -296,9 +308,8 @@ def test_length_penalty_is_the_paper_formula(alpha: float):
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("kind", SEARCHES)
 def test_cached_and_uncached_decoding_agree(kind: str, seed: int):
-    model = eos_model(seed)
-    cached = search(kind, model, SOURCES, extra_length=EXTRA_LENGTH, use_cache=True)
-    uncached = search(kind, model, SOURCES, extra_length=EXTRA_LENGTH, use_cache=False)
+    cached = eos_search(kind, seed)  # use_cache=True, the default
+    uncached = search(kind, eos_model(seed), SOURCES, extra_length=EXTRA_LENGTH, use_cache=False)
     assert_same_result(cached, uncached)
 
 
@@ -330,10 +341,9 @@ def test_cached_search_feeds_one_token_a_step_and_projects_the_source_once(
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
 def test_beam_size_one_is_greedy_search(alpha: float, seed: int):
-    model = eos_model(seed)
-    greedy_tokens, greedy_scores = search("greedy", model, SOURCES, extra_length=EXTRA_LENGTH)
+    greedy_tokens, greedy_scores = eos_search("greedy", seed)
     beam_tokens, beam_scores = search(
-        "beam", model, SOURCES, beam_size=1, alpha=alpha, extra_length=EXTRA_LENGTH
+        "beam", eos_model(seed), SOURCES, beam_size=1, alpha=alpha, extra_length=EXTRA_LENGTH
     )
     np.testing.assert_array_equal(beam_tokens, greedy_tokens)
     expected = greedy_scores / penalty(output_lengths(greedy_tokens), alpha)
@@ -344,8 +354,10 @@ def test_beam_size_one_is_greedy_search(alpha: float, seed: int):
 @pytest.mark.parametrize(("kind", "alpha"), [("greedy", 0.0), ("beam", 0.0), ("beam", 0.6)])
 def test_scores_are_the_teacher_forced_log_probabilities(kind: str, alpha: float, seed: int):
     model = eos_model(seed)
-    options = {} if kind == "greedy" else {"alpha": alpha}
-    tokens, scores = search(kind, model, SOURCES, extra_length=EXTRA_LENGTH, **options)
+    if kind == "greedy" or alpha == 0.6:  # beam_search's default alpha
+        tokens, scores = eos_search(kind, seed)
+    else:
+        tokens, scores = search(kind, model, SOURCES, extra_length=EXTRA_LENGTH, alpha=alpha)
     assert scores.dtype == np.float32
     expected = teacher_forced_log_probs(model, SOURCES, tokens)
     if kind == "beam":
@@ -380,7 +392,7 @@ def test_beam_search_finds_what_greedy_search_misses(beam_size: int):
 @pytest.mark.parametrize("kind", SEARCHES)
 def test_outputs_end_with_one_eos_then_padding(kind: str, seed: int):
     """Words, one EOS, padding; never PAD or BOS as a word (seed 1's model ranks PAD first)."""
-    tokens, _ = search(kind, eos_model(seed), SOURCES, extra_length=EXTRA_LENGTH)
+    tokens, _ = eos_search(kind, seed)
     assert_well_formed(tokens, SOURCE_LENGTHS + EXTRA_LENGTH)
 
 
@@ -436,7 +448,7 @@ def test_search_stops_once_every_hypothesis_has_ended(
 @pytest.mark.parametrize("kind", SEARCHES)
 def test_a_batch_gives_what_each_sentence_gives_alone(kind: str, seed: int):
     model = eos_model(seed)
-    batch_tokens, batch_scores = search(kind, model, SOURCES, extra_length=EXTRA_LENGTH)
+    batch_tokens, batch_scores = eos_search(kind, seed)
     for index, length in enumerate(SOURCE_LENGTHS):
         alone = search(kind, model, SOURCES[index : index + 1, :length], extra_length=EXTRA_LENGTH)
         width = alone[0].shape[1]
@@ -447,16 +459,19 @@ def test_a_batch_gives_what_each_sentence_gives_alone(kind: str, seed: int):
 
 def test_a_finished_sentence_is_not_changed_by_the_longer_ones():
     """Sentence 0 (source length 2: table `LATE_BETTER`) is finished after two steps, while
-    sentence 1 (length 3: `RARELY_ENDS`) goes on; sentence 0's result must not depend on it."""
+    sentence 1 (length 3: `RARELY_ENDS`) goes on to its limit; sentence 0's result must not
+    depend on it. `extra_length` 4 leaves room for `LATE_BETTER`'s longer path (5 tokens),
+    and sentence 1 goes on for 5 steps after sentence 0 is finished."""
     model = table_model((LATE_BETTER, DEFAULT_ROW), (RARELY_ENDS, RARELY_ENDS_DEFAULT))
     sources = np.array([[4, EOS_ID, 0], [4, 5, EOS_ID]], dtype="int32")
-    options = dict(beam_size=2, alpha=0.6)
+    options = dict(beam_size=2, alpha=0.6, extra_length=4)
     alone = search("beam", model, sources[:1, :2], **options)
     best = [5, EOS_ID]
     np.testing.assert_array_equal(alone[0][0, :2], best)
     expected = path_log_prob(LATE_BETTER, DEFAULT_ROW, best) / penalty(len(best), 0.6)
     assert alone[1][0] == pytest.approx(expected, abs=1e-5)
     tokens, scores = search("beam", model, sources, **options)
+    assert output_lengths(tokens)[1] == 3 + 4  # sentence 1 went on to its limit
     width = alone[0].shape[1]
     assert_same_result((tokens[:1, :width], scores[:1]), alone)
 
@@ -513,7 +528,11 @@ def test_search_traces_into_one_tf_function(kind: str):
     assert graph_ops & {"While", "StatelessWhile"}
     for sources in (SOURCES, SOURCES[[2, 0], :3]):
         graph_result = tuple(to_numpy(x) for x in traced(sources))
-        eager_result = search(kind, model, sources, extra_length=EXTRA_LENGTH)
+        eager_result = (
+            eos_search(kind, 2)
+            if sources is SOURCES
+            else search(kind, model, sources, extra_length=EXTRA_LENGTH)
+        )
         assert_same_result(graph_result, eager_result)
     assert traced.experimental_get_tracing_count() == 1
 

@@ -197,33 +197,3 @@ def test_the_upstream_reproduction_trains_plain_keras_with_the_helper():
     assert len(results) == 2 and results[0] == results[1]  # both workers, same numbers
     losses = json.loads(results[0])["fit_loss"]
     assert losses[1] < losses[0]
-
-
-def test_train_tool_trains_across_two_workers_and_only_the_chief_keeps_files(tmp_path: Path):
-    from tests.tools.test_train import logged_epochs, train_command
-
-    output, temps = tmp_path / "run", [tmp_path / "tmp0", tmp_path / "tmp1"]
-    for temp in temps:
-        temp.mkdir()
-    results = run_local_cluster(
-        train_command(output, 2),
-        num_workers=2,
-        timeout=TIMEOUT,
-        worker_env=[{"TMPDIR": str(temp)} for temp in temps],
-    )
-    assert_succeeded(results)
-    chief, worker = (result.output for result in results)
-    chief_files = ["config.json", "tokenizer.model", "model.keras", "test_metrics.json"]
-    chief_files += ["bleu.json", "checkpoints/epoch_002.weights.h5", "export/1/saved_model.pb"]
-    for name in chief_files:
-        assert (output / name).exists(), name
-    assert logged_epochs(output) == [0, 1]
-    assert "non-chief worker" in worker and "non-chief worker" not in chief
-    # Both workers evaluated the same model on the same test split.
-    test_lines = [
-        [line for line in text.splitlines() if line.startswith("test:")] for text in (chief, worker)
-    ]
-    assert len(test_lines[0]) == 1 and test_lines[0] == test_lines[1]
-    # The non-chief's temporary folders are gone.
-    for temp in temps:
-        assert not [path.name for path in temp.iterdir() if path.name.startswith("keras-attention")]

@@ -13,6 +13,13 @@ from tools.benchmarks import decode, decode_throughput, serve_throughput, train_
 from tools.benchmarks.timing import TransformerDims, forward_flops
 
 
+@pytest.fixture(scope="module")
+def tokenizer_cache(tmp_path_factory) -> str:
+    """One tokenizer cache for the module's benchmarks: they all learn the same SentencePiece
+    model (Multi30k train, 500 pieces), so only the first pays for learning it."""
+    return str(tmp_path_factory.mktemp("tokenizer_cache"))
+
+
 def test_forward_flops_counts_each_matmul():
     dims = TransformerDims(
         num_encoder_layers=1,
@@ -30,7 +37,7 @@ def test_forward_flops_counts_each_matmul():
 
 
 @needs_multi30k
-def test_train_benchmark_smoke(tmp_path):
+def test_train_benchmark_smoke(tokenizer_cache: str):
     config = train_throughput.quick_config(
         pairs=200,
         steps=2,
@@ -42,7 +49,7 @@ def test_train_benchmark_smoke(tmp_path):
         jit_modes=(False,),  # no XLA compilation: the test stays fast
         vocabulary_size=500,
         data_dir=str(MULTI30K_DIR),
-        cache_dir=str(tmp_path),
+        cache_dir=tokenizer_cache,
         matmul_size=512,
     )
     result = train_throughput.run_train_benchmark(config)
@@ -93,13 +100,14 @@ def test_train_benchmark_smoke(tmp_path):
 
 
 @needs_multi30k
-def test_decode_benchmark_smoke(tmp_path):
+def test_decode_benchmark_smoke(tokenizer_cache: str):
     config = decode_throughput.quick_config(
         sentences=6,
         batch_size=6,
         step_points=(2, 4),
         step_rows=4,
-        cache_dir=str(tmp_path),
+        data_dir=str(MULTI30K_DIR),
+        cache_dir=tokenizer_cache,
         engines=False,  # tests/tools/test_benchmark_engines.py
     )
     result = decode.run_decode_benchmark(config)
@@ -133,9 +141,9 @@ def test_decode_benchmark_smoke(tmp_path):
 
 
 @needs_multi30k
-def test_serve_benchmark_smoke(tmp_path):
+def test_serve_benchmark_smoke(tokenizer_cache: str):
     config = serve_throughput.quick_config(
-        data_dir=str(MULTI30K_DIR), cache_dir=str(tmp_path), requests=3
+        data_dir=str(MULTI30K_DIR), cache_dir=tokenizer_cache, requests=3
     )
     result = serve_throughput.run_serve_benchmark(config)
     rows = result["rows"]
