@@ -27,6 +27,8 @@ from tests.tools.test_train import ROOT, train_command
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and flock")
 
 EPOCHS = 4
+# The end of a run's search (one beam, no averages) and no export: what is tested is before.
+RUN_OPTIONS = ("--no-export", "--beam-size", "1", "--average")
 PIPE_BYTES = 4096
 RESUMES = "the run folder resumes with the same command"
 
@@ -102,7 +104,7 @@ def contested_run(tmp_path_factory: pytest.TempPathFactory) -> ContestedRun:
     its end, then the first goes on."""
     folder = tmp_path_factory.mktemp("contested") / "run"
     logs = folder.parent / "logs"
-    command = train_command(folder, 2, "--no-export")
+    command = train_command(folder, 2, *RUN_OPTIONS)
     first = start(command, logs / "first")
     try:
         wait_for(first, lambda: lock_holder(folder) == first.pid)
@@ -182,7 +184,7 @@ def backed_up_epochs(folder: Path) -> int:
 
 def test_sigint_sigterm_and_sigkill_leave_a_run_that_resumes(tmp_path: Path):
     folder = tmp_path / "run"
-    command = train_command(folder, EPOCHS, "--no-export")
+    command = train_command(folder, EPOCHS, *RUN_OPTIONS)
     fresh_start = "training starts at epoch 1, batch 0"
     # Each once the backup holds this many epochs, while the next one trains.
     for signum, backed_up in [(signal.SIGINT, 1), (signal.SIGTERM, 2)]:
