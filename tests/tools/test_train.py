@@ -23,6 +23,9 @@ from keras_attention.serving.export import load_exported
 from tests.run_helpers import NATIVE_LOG_LINE, logged_epochs, main_error
 
 ROOT = Path(__file__).resolve().parents[2]
+# One beam for the end of a run (the test scores, the export), where the search is not what
+# is tested (beam search and its export: tests/serving/test_export.py).
+ONE_BEAM = ("--beam-size", "1")
 TINY = [
     "--train-pairs", "300", "--vocabulary-size", "120", "--max-tokens", "512",
     "--max-length", "32", "--warmup-steps", "20", "--no-jit",
@@ -292,6 +295,7 @@ def test_a_run_streams_shards_by_steps(tmp_path: Path):
         "--save-every-steps",
         "3",
         "--no-export",
+        *ONE_BEAM,
     )
     command.remove("--epochs")
     command.remove("1")  # --train-steps replaces --epochs
@@ -314,7 +318,7 @@ def test_a_lowercased_mixed_precision_run_accumulates_gradients_over_sampled_bat
     # Four features in one run, to spare runs: lowercasing, bfloat16, accumulation of 2 and
     # subword sampling.
     options = ["--accumulate-steps", "2", "--mixed-precision", "mixed_bfloat16", "--lowercase"]
-    options += ["--subword-sampling", "0.5"]
+    options += ["--subword-sampling", "0.5", *ONE_BEAM]
     done = subprocess.run(
         train_command(tmp_path, 1, *options),
         capture_output=True, text=True, timeout=600, check=False,
