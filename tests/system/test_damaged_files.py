@@ -1,16 +1,19 @@
 """Damaged files of a run folder and of its export: every reader names the file in one line.
 
-One tiny run (lowercased, so with a recaser, and exported) is trained once. Each case copies
-it, damages one of its files in one way (cut to half, emptied, overwritten with other bytes,
-not JSON, a field of another type, a field missing or unknown) and runs a tool that reads
-that file, in this process: it must exit with status 2 and exactly one line on stderr,
-`error: ...`, naming the damaged file (no traceback, nothing translated or trained). Library
-readers (`Translator.from_preset`, `export_metadata`) must raise a `ValueError` naming it.
+One tiny run (lowercased, so with a recaser) is killed at the end of its last epoch, before
+that epoch's backup; a copy of it resumed (and exported) is the finished run. Each case
+copies the finished run, damages one of its files in one way (cut to half, emptied,
+overwritten with other bytes, not JSON, a field of another type, a field missing or unknown)
+and runs a tool that reads that file, in this process: it must exit with status 2 and
+exactly one line on stderr, `error: ...`, naming the damaged file (no traceback, nothing
+translated or trained). Library readers (`Translator.from_preset`, `export_metadata`) must
+raise a `ValueError` naming it.
 
-A run killed at the end of an epoch, whose backup or checkpoints are then damaged, is
-started again: the damage is found before any epoch trains, and the run recovers (from the
-other backup copy, or writing a checkpoint again from the backup that holds its weights) or
-is refused in one line, as `keras_attention.training.resume_check` documents.
+Copies of the killed run whose backup or checkpoints are damaged are started again (the
+finished run is one, its latest backup and a checkpoint cut to half): the damage is found
+before any epoch trains, and the run recovers (from the other backup copy, or writing a
+checkpoint again from the backup that holds its weights) or is refused in one line, as
+`keras_attention.training.resume_check` documents.
 """
 
 import json
@@ -37,7 +40,7 @@ from tests.tools.test_train import train_command
 
 # The run: lowercased (a recaser file), one beam, a few validation sentences.
 OPTIONS = ("--lowercase", "--validation-bleu-sentences", "20", "--beam-size", "1")
-EPOCHS = 2
+EPOCHS = 3
 Damage = Callable[[Path], None]
 
 
@@ -175,7 +178,7 @@ TOOL_CASES = [
     *cases("tokenizer.json", TOKENIZER_RECORD_DAMAGES, tools("translate", "train")),
     *cases("model.keras", BYTES, tools("translate", "export", "convert_ctranslate2", "train")),
     *cases("checkpoints/epoch_002.weights.h5", BYTES, tools("average_checkpoints")),
-    *cases("checkpoints/epoch_002.weights.h5", BYTES, {"evaluate": LAST}),
+    *cases("checkpoints/epoch_003.weights.h5", BYTES, {"evaluate": LAST}),
     *cases("checkpoints/best.weights.h5", BYTES, {"evaluate": BEST}),
     *cases("bleu.json", SELECTION_DAMAGES, tools("train")),
     *cases("test_metrics.json", TEST_METRICS_DAMAGES, tools("train")),
@@ -185,13 +188,27 @@ TOOL_CASES = [
 ]
 
 
+# Damaged files a resumed run recovers: the latest backup (it resumes from the previous copy,
+# of epoch 1's end) and epoch 1's checkpoint (written again from that copy, which holds it).
+RECOVERED = ("backup/latest.weights.h5", "checkpoints/epoch_001.weights.h5")
+
+
 @pytest.fixture(scope="module")
-def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def recovered_run(
+    killed_run: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, subprocess.CompletedProcess]:
+    """A copy of the killed run with `RECOVERED` cut to half, resumed and exported; its folder
+    and the resumed start."""
+    path = Path(shutil.copytree(killed_run, tmp_path_factory.mktemp("recovered") / "run"))
+    for name in RECOVERED:
+        cut_to_half(path / name)
+    return path, resume(path, export=True)
+
+
+@pytest.fixture(scope="module")
+def finished_run(recovered_run: tuple[Path, subprocess.CompletedProcess]) -> Path:
     """A tiny finished run: every file of a run folder, and its export."""
-    path = tmp_path_factory.mktemp("finished") / "run"
-    done = subprocess.run(
-        train_command(path, EPOCHS, *OPTIONS), capture_output=True, text=True, timeout=600
-    )
+    path, done = recovered_run
     assert done.returncode == 0, done.stderr[-3000:]
     for name in ("tokenizer.recaser.tsv", "model.keras", "bleu.json", "export/1/saved_model.pb"):
         assert (path / name).is_file(), name
@@ -278,8 +295,6 @@ def test_the_undamaged_run_loads(finished_run: Path):
 
 # A killed run whose files are then damaged.
 
-KILLED_EPOCHS = 3
-
 
 @pytest.fixture(scope="module")
 def killed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -287,8 +302,8 @@ def killed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     backup stands at the end of epoch 2, its previous copy at the end of epoch 1, and the
     checkpoints of epochs 1 to 3 are written (the third is dropped when the run resumes)."""
     path = tmp_path_factory.mktemp("killed") / "run"
-    command = train_command(path, KILLED_EPOCHS, *OPTIONS, "--no-export")
-    environment = {**os.environ, FAULT_VARIABLE: f"epoch_end:{KILLED_EPOCHS}"}
+    command = train_command(path, EPOCHS, *OPTIONS, "--no-export")
+    environment = {**os.environ, FAULT_VARIABLE: f"epoch_end:{EPOCHS}"}
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment)
     assert done.returncode == -9, done.stderr[-3000:]  # SIGKILL
     backup = path / "backup"
@@ -297,9 +312,9 @@ def killed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def resume(run: Path) -> subprocess.CompletedProcess:
+def resume(run: Path, export: bool = False) -> subprocess.CompletedProcess:
     """Starts the killed run again, as a program (its whole log is looked at)."""
-    command = train_command(run, KILLED_EPOCHS, *OPTIONS, "--no-export")
+    command = train_command(run, EPOCHS, *OPTIONS, "--export" if export else "--no-export")
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     return done
@@ -318,32 +333,22 @@ def trained_epochs(done: subprocess.CompletedProcess) -> list[str]:
     return [line for line in done.stdout.splitlines() if line.startswith("Epoch ")]
 
 
-@pytest.mark.parametrize(
-    ("damaged", "starts_at"),
-    [
-        (["backup/latest.weights.h5"], 2),  # the previous copy, epoch 1's end
-        (["checkpoints/epoch_002.weights.h5"], 3),  # written again from the backup
-    ],
-    ids=["latest backup", "checkpoint of the backup's epoch"],
-)
 def test_a_resumed_run_recovers_before_it_trains(
-    killed_run: Path, tmp_path: Path, damaged: list[str], starts_at: int
+    recovered_run: tuple[Path, subprocess.CompletedProcess],
 ):
-    run = run_copy(killed_run, tmp_path)
-    for name in damaged:
-        cut_to_half(run / name)
-    done = resume(run)
+    run, done = recovered_run
     assert done.returncode == 0, done.stderr[-3000:]
-    # The recovery is logged before training starts again.
+    # Each recovery is logged before training starts again.
     log = done.stderr.splitlines()
-    warning = next(i for i, line in enumerate(log) if str(run / damaged[0]) in line)
     start = next(i for i, line in enumerate(log) if "training starts at epoch" in line)
-    assert log[warning].startswith("WARNING") and warning < start, done.stderr[-3000:]
-    assert log[start].endswith(f"training starts at epoch {starts_at}, batch 0")
-    assert trained_epochs(done)[0] == f"Epoch {starts_at}/{KILLED_EPOCHS}"
+    for name in RECOVERED:
+        warning = next(i for i, line in enumerate(log) if str(run / name) in line)
+        assert log[warning].startswith("WARNING") and warning < start, done.stderr[-3000:]
+    assert log[start].endswith("training starts at epoch 2, batch 0")
+    assert trained_epochs(done)[0] == f"Epoch 2/{EPOCHS}"
     assert (run / "model.keras").is_file()
     model = build_run_model(run)
-    for epoch in range(1, KILLED_EPOCHS + 1):  # every checkpoint reads back whole
+    for epoch in range(1, EPOCHS + 1):  # every checkpoint reads back whole
         model.load_weights(run / "checkpoints" / f"epoch_{epoch:03d}.weights.h5")
 
 
@@ -386,7 +391,7 @@ def test_a_resumed_run_refuses_what_it_cannot_recover(
     for name, change in damage.items():
         change(run / name)
     files = run_files(run)
-    error = main_error("train", *train_arguments(run, KILLED_EPOCHS, "--no-export"))
+    error = main_error("train", *train_arguments(run, EPOCHS, "--no-export"))
     assert str(run / named) in error and message in error
     assert run_files(run) == files  # nothing trained, written or removed
 

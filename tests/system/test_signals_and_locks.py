@@ -1,9 +1,9 @@
 """One run per folder at a time (`keras_attention.runs.run_lock`), and the tools under closed
 pipes and signals (`keras_attention_cli.errors.run_tool`), each tool run as a program.
 
-One tiny run is trained for the module while a second `tools/train.py` on its folder is
-refused; `tools/translate.py` then reads it. Another tiny run is stopped by SIGINT, SIGTERM
-and SIGKILL in turn, and resumed each time.
+One tiny run is trained for the module: stopped by SIGINT, SIGTERM and SIGKILL in turn, it is
+resumed to its end while a second `tools/train.py` on its folder is refused;
+`tools/translate.py` then reads it.
 """
 
 import json
@@ -27,6 +27,8 @@ from tests.tools.test_train import ROOT, train_command
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and flock")
 
 EPOCHS = 4
+# The end of a run's search (one beam, no averages) and no export: what is tested is before.
+RUN_OPTIONS = ("--no-export", "--beam-size", "1", "--average")
 PIPE_BYTES = 4096
 RESUMES = "the run folder resumes with the same command"
 
@@ -95,14 +97,10 @@ class ContestedRun(NamedTuple):
     files_after_second: list[str]
 
 
-@pytest.fixture(scope="module")
-def contested_run(tmp_path_factory: pytest.TempPathFactory) -> ContestedRun:
-    """A tiny run trained to the end while a second `tools/train.py` (the same command) was
-    started on its folder: the first is paused once it holds the lock, the second runs to
-    its end, then the first goes on."""
-    folder = tmp_path_factory.mktemp("contested") / "run"
-    logs = folder.parent / "logs"
-    command = train_command(folder, 2, "--no-export")
+def contest(folder: Path, command: list[str], logs: Path) -> ContestedRun:
+    """Starts `command`, a run of `folder`, and trains it to the end while a second (the same
+    command) is started on its folder: the first is paused once it holds the lock, the
+    second runs to its end, then the first goes on."""
     first = start(command, logs / "first")
     try:
         wait_for(first, lambda: lock_holder(folder) == first.pid)
@@ -117,6 +115,49 @@ def contested_run(tmp_path_factory: pytest.TempPathFactory) -> ContestedRun:
     return ContestedRun(folder, first.pid, first_done, second_done, before, after)
 
 
+def backed_up_epochs(folder: Path) -> int:
+    """The epochs that the run's backup holds (0 without one)."""
+    metadata = folder / "backup" / "training_metadata.json"
+    try:
+        return json.loads(metadata.read_text())["epoch"]
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+class InterruptedRun(NamedTuple):
+    folder: Path
+    stopped: dict[signal.Signals, Finished]
+    lock_file_left: bool
+    resumed: ContestedRun
+
+
+@pytest.fixture(scope="module")
+def interrupted_run(tmp_path_factory: pytest.TempPathFactory) -> InterruptedRun:
+    """A tiny run stopped by SIGINT, SIGTERM and SIGKILL in turn, each once the backup holds
+    one more epoch (while the next one trains), then resumed to its end, contested (see
+    `contest`)."""
+    folder = tmp_path_factory.mktemp("interrupted") / "run"
+    logs = folder.parent / "logs"
+    command = train_command(folder, EPOCHS, *RUN_OPTIONS)
+    stopped = {}
+    for signum, backed_up in [(signal.SIGINT, 1), (signal.SIGTERM, 2)]:
+        process = start(command, logs / signum.name)
+        try:
+            wait_for(process, lambda backed_up=backed_up: backed_up_epochs(folder) >= backed_up)
+            process.send_signal(signum)
+        finally:
+            stopped[signum] = finish(process, logs / signum.name, timeout=120)
+    kill_when(command, lambda: backed_up_epochs(folder) >= 3)
+    lock_file_left = (folder / LOCK_FILE).exists()
+    return InterruptedRun(folder, stopped, lock_file_left, contest(folder, command, logs))
+
+
+@pytest.fixture(scope="module")
+def contested_run(interrupted_run: InterruptedRun) -> ContestedRun:
+    """The interrupted run's last start, and the second refused meanwhile."""
+    return interrupted_run.resumed
+
+
 def test_a_second_run_on_a_folder_in_use_is_refused(contested_run: ContestedRun):
     second = contested_run.second
     assert second.returncode == 2, second.stderr[-3000:]
@@ -129,7 +170,7 @@ def test_a_second_run_on_a_folder_in_use_is_refused(contested_run: ContestedRun)
     # The first run went on and finished its epochs, each once.
     first = contested_run.first
     assert first.returncode == 0, first.stderr[-3000:]
-    assert logged_epochs(contested_run.folder) == [0, 1]
+    assert logged_epochs(contested_run.folder) == list(range(EPOCHS))
     assert (contested_run.folder / "model.keras").is_file()
     assert not (contested_run.folder / LOCK_FILE).exists()  # released at the end
 
@@ -171,39 +212,18 @@ def test_output_into_a_closed_pipe_ends_quietly(contested_run: ContestedRun, tmp
     assert returncode == EXIT_BROKEN_PIPE
 
 
-def backed_up_epochs(folder: Path) -> int:
-    """The epochs that the run's backup holds (0 without one)."""
-    metadata = folder / "backup" / "training_metadata.json"
-    try:
-        return json.loads(metadata.read_text())["epoch"]
-    except (OSError, ValueError, KeyError):
-        return 0
-
-
-def test_sigint_sigterm_and_sigkill_leave_a_run_that_resumes(tmp_path: Path):
-    folder = tmp_path / "run"
-    command = train_command(folder, EPOCHS, "--no-export")
+def test_sigint_sigterm_and_sigkill_leave_a_run_that_resumes(interrupted_run: InterruptedRun):
     fresh_start = "training starts at epoch 1, batch 0"
-    # Each once the backup holds this many epochs, while the next one trains.
-    for signum, backed_up in [(signal.SIGINT, 1), (signal.SIGTERM, 2)]:
-        logs = tmp_path / signum.name
-        process = start(command, logs)
-        try:
-            wait_for(process, lambda backed_up=backed_up: backed_up_epochs(folder) >= backed_up)
-            process.send_signal(signum)
-        finally:
-            done = finish(process, logs, timeout=120)
+    for signum, done in interrupted_run.stopped.items():
         assert done.returncode == 128 + signum, done.stderr[-3000:]
         assert "Traceback" not in done.stderr, done.stderr[-3000:]
         assert error_lines(done.stderr) == [f"error: interrupted by {signum.name}; {RESUMES}"]
         assert (fresh_start in done.stderr) == (signum == signal.SIGINT)  # later ones resume
-    # SIGKILLed while it holds the lock, it leaves the lock file, but no lock.
-    kill_when(command, lambda: backed_up_epochs(folder) >= 3)
-    assert (folder / LOCK_FILE).exists()
-    done = subprocess.run(
-        command, capture_output=True, text=True, timeout=600, env=TENSORFLOW_ENV, check=False
-    )
+    # SIGKILLed while it holds the lock, it leaves the lock file, but no lock: the next start
+    # takes it (test_a_second_run_on_a_folder_in_use_is_refused).
+    assert interrupted_run.lock_file_left
+    done = interrupted_run.resumed.first
     assert done.returncode == 0, done.stderr[-3000:]
     assert fresh_start not in done.stderr
-    assert logged_epochs(folder) == list(range(EPOCHS))
-    assert (folder / "model.keras").is_file()
+    assert logged_epochs(interrupted_run.folder) == list(range(EPOCHS))
+    assert (interrupted_run.folder / "model.keras").is_file()

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,18 +16,16 @@ import pytest
 import tensorflow as tf
 
 import keras_attention  # noqa: F401 (registers the classes that load_model reads)
+from keras_attention.core.atomic_files import FAULT_VARIABLE
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.runs.config import TrainConfig
 from keras_attention.serving.export import load_exported
-from tests.run_helpers import (
-    NATIVE_LOG_LINE,
-    kill_when,
-    logged_epochs,
-    main_error,
-    read_metadata,
-)
+from tests.run_helpers import NATIVE_LOG_LINE, logged_epochs, main_error
 
 ROOT = Path(__file__).resolve().parents[2]
+# One beam for the end of a run (the test scores, the export), where the search is not what
+# is tested (beam search and its export: tests/serving/test_export.py).
+ONE_BEAM = ("--beam-size", "1")
 TINY = [
     "--train-pairs", "300", "--vocabulary-size", "120", "--max-tokens", "512",
     "--max-length", "32", "--warmup-steps", "20", "--no-jit",
@@ -241,57 +240,40 @@ def test_run_files_without_a_config_are_refused(tmp_path: Path):
     assert "holds files of a run (tokenizer.model) but no config.json" in error
 
 
-def test_a_killed_run_resumes_from_its_last_backup(tmp_path: Path):
-    epochs = 4  # (the export, tested elsewhere, is left out)
-    command = train_command(tmp_path, epochs, "--train-pairs", "1500", "--no-export")
-    metadata = tmp_path / "backup" / "training_metadata.json"
-    # Killed once epoch 1 is backed up (after its checkpoint and log row).
-    kill_when(command, lambda: (read_metadata(metadata) or {}).get("epoch", 0) >= 1)
-    done_before_kill = logged_epochs(tmp_path)
-    assert done_before_kill, "no epoch finished before the deadline"
-    assert len(done_before_kill) < epochs, "the run finished before it was killed"
+def test_a_run_killed_mid_epoch_resumes_from_its_step_backup_with_another_search(tmp_path: Path):
+    # A kill at an epoch's end, resumed from its epoch backup, is
+    # tests/system/test_signals_and_locks.py's SIGKILL (and the fault injection's points).
+    epochs, every = 2, 2  # (the export, tested elsewhere, is left out)
+    command = train_command(tmp_path, epochs, "--backup-every-steps", str(every), "--no-export")
+    # SIGKILLed by itself at step 15, the 6th of the 9 batches of epoch 2, before its backup.
+    killed = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, FAULT_VARIABLE: "step:15"},
+    )  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    metadata = json.loads((tmp_path / "backup" / "training_metadata.json").read_text())
+    assert (metadata["epoch"], metadata["batch"]) == (1, 4)
+    assert logged_epochs(tmp_path) == [0]
 
     # Resumed with another search (used only once training is over): it is taken.
-    search = ["--beam-size", "3", "--alpha", "0.8"]
+    search = ["--beam-size", "2", "--alpha", "0.8"]
     second = subprocess.run(
         [*command, *search], capture_output=True, text=True, timeout=600, check=False
     )
     assert second.returncode == 0, second.stderr[-3000:]
     assert f"Epoch 1/{epochs}" not in second.stdout + second.stderr  # resumed, not restarted
-    # One row per epoch: those logged before the kill, and the others once each.
-    assert logged_epochs(tmp_path) == list(range(epochs))
-    assert (tmp_path / "model.keras").exists()
-    for name in ("config.json", "bleu.json"):
-        saved = json.loads((tmp_path / name).read_text())
-        assert (saved["beam_size"], saved["alpha"]) == (3, 0.8), name
-    # Once the weights are chosen, another search would change nothing: refused.
-    error = user_error(*command[2:], "--beam-size", "2")
-    assert "holds a run with other settings" in error and "--beam-size: 3 -> 2" in error
-
-
-def backup_batch(output_dir: Path) -> int:
-    """The batch of the current epoch that the step-level backup holds (0 without one)."""
-    metadata = read_metadata(output_dir / "backup" / "training_metadata.json")
-    return int(metadata.get("batch", 0)) if metadata else 0
-
-
-def test_a_run_killed_mid_epoch_resumes_from_its_step_backup(tmp_path: Path):
-    epochs, every = 3, 2
-    command = train_command(
-        tmp_path, epochs, "--train-pairs", "1500", "--backup-every-steps", str(every), "--no-export"
-    )
-    kill_when(command, lambda: backup_batch(tmp_path) >= 4)
-    metadata = json.loads((tmp_path / "backup" / "training_metadata.json").read_text())
-    assert metadata["batch"] >= 4 and metadata["batch"] % every == 0
-
-    second = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    assert second.returncode == 0, second.stderr[-3000:]
+    assert "training starts at epoch 2, batch 4" in second.stderr
     assert logged_epochs(tmp_path) == list(range(epochs))  # one row per epoch
     model = keras.models.load_model(tmp_path / "model.keras")
-    steps = int(second.stdout.split(f"Epoch {epochs}/{epochs}")[1].split("/")[0].split()[-1])
     # As many optimizer steps as a run never killed: the restart trained only the rest.
-    assert int(model.optimizer.iterations) == epochs * steps
+    assert int(model.optimizer.iterations) == epochs * 9
     assert not (tmp_path / "backup").exists() or not any((tmp_path / "backup").iterdir())
+    for name in ("config.json", "bleu.json"):
+        saved = json.loads((tmp_path / name).read_text())
+        assert (saved["beam_size"], saved["alpha"]) == (2, 0.8), name
+    # Once the weights are chosen, another search would change nothing: refused.
+    error = user_error(*command[2:], "--beam-size", "3")
+    assert "holds a run with other settings" in error and "--beam-size: 2 -> 3" in error
 
 
 def test_a_run_streams_shards_by_steps(tmp_path: Path):
@@ -313,6 +295,7 @@ def test_a_run_streams_shards_by_steps(tmp_path: Path):
         "--save-every-steps",
         "3",
         "--no-export",
+        *ONE_BEAM,
     )
     command.remove("--epochs")
     command.remove("1")  # --train-steps replaces --epochs
@@ -335,7 +318,7 @@ def test_a_lowercased_mixed_precision_run_accumulates_gradients_over_sampled_bat
     # Four features in one run, to spare runs: lowercasing, bfloat16, accumulation of 2 and
     # subword sampling.
     options = ["--accumulate-steps", "2", "--mixed-precision", "mixed_bfloat16", "--lowercase"]
-    options += ["--subword-sampling", "0.5"]
+    options += ["--subword-sampling", "0.5", *ONE_BEAM]
     done = subprocess.run(
         train_command(tmp_path, 1, *options),
         capture_output=True, text=True, timeout=600, check=False,

@@ -14,8 +14,10 @@ its last checkpoint and `model.keras` must hold the weights of an uninterrupted 
 first; two uninterrupted runs measure the run-to-run nondeterminism, which the difference
 may not exceed (by more than `FaultConfig.tolerance`).
 
-`FAST_POINTS` is the CI's short check (tests/system/test_fault_injection.py); `LONG_POINTS` (25 kill
-points and the 7 `DISK_FULL_POINTS`) runs from `python tools/benchmark.py faults`.
+`FAST_POINTS` is the short check of `faults --fast` (the CI's check,
+tests/system/test_fault_injection.py, chains such kills and a full disk in one folder trained
+by steps); `LONG_POINTS` (25 kill points and the 7 `DISK_FULL_POINTS`) runs from
+`python tools/benchmark.py faults`.
 """
 
 import csv
@@ -69,7 +71,7 @@ class FaultPoint:
     kills: tuple[str, ...]
 
 
-# The CI's: two kills of one folder: the checkpoint of epoch 1 half-written (the start resumes
+# `--fast`'s: two kills of one folder: the checkpoint of epoch 1 half-written (the start resumes
 # from the step backup of epoch 0 and writes it again), then the end of epoch 2 with its log
 # row written but not its backup (the row must not be written twice).
 FAST_POINTS = (
