@@ -95,8 +95,9 @@ def make_tiny_run(path: Path) -> TinyRun:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
-    return make_tiny_run(tmp_path_factory.mktemp("run"))
+def run(tiny_run: TinyRun) -> TinyRun:
+    """The session's tiny run (tests/conftest.py), which the tests only read."""
+    return tiny_run
 
 
 @pytest.fixture
