@@ -40,6 +40,12 @@ from keras_attention.serving.export import (
     remove_stale_staging,
 )
 from keras_attention.serving.translator import Translator
+from keras_attention.serving.warmup_requests import (
+    DEFAULT_WARMUP_SENTENCES,
+    WARMUP_FILE,
+    read_warmup_requests,
+    warmup_batches,
+)
 from tests.conftest import to_numpy
 from tests.scripts.serve_check import saved_model_ops
 from tests.serving.conftest import (
@@ -245,6 +251,13 @@ def test_export_writes_version_1_and_nothing_else(export_root: Path, exported: P
     assert (exported / "variables" / "variables.index").is_file()
 
 
+def test_default_warmup_sentences(exported: Path):
+    requests = read_warmup_requests(exported)
+    sentences = [[s.decode() for s in tf.make_ndarray(r.inputs["sentences"])] for r in requests]
+    assert sentences == warmup_batches(DEFAULT_WARMUP_SENTENCES) * 2
+    assert (exported / WARMUP_FILE).is_file()
+
+
 # saved_model_cli, as Serving reads the signature.
 
 
@@ -407,10 +420,16 @@ def test_served_signature_refuses_what_is_not_a_vector(served, batch, rank: int)
         served(sentences=tf.constant(batch, tf.string))
 
 
+@pytest.fixture(scope="module")
+def freshly_loaded(exported: Path):
+    """The serving signature as `tf.saved_model.load` itself (not `load_exported`) gives it."""
+    return tf.saved_model.load(str(exported)).signatures[SIGNATURE_KEY]
+
+
 @pytest.mark.parametrize("batch, rank", NOT_VECTORS.values(), ids=NOT_VECTORS.keys())
-def test_freshly_loaded_signature_refuses_what_is_not_a_vector(exported: Path, batch, rank: int):
-    """`tf.saved_model.load` itself (not `load_exported`), called with a positional argument."""
-    signature = tf.saved_model.load(str(exported)).signatures[SIGNATURE_KEY]
+def test_freshly_loaded_signature_refuses_what_is_not_a_vector(freshly_loaded, batch, rank: int):
+    """Called with a positional argument; each refusal leaves it serving."""
+    signature = freshly_loaded
     with pytest.raises(tf.errors.InvalidArgumentError, match=rank_error_pattern(rank)):
         signature(tf.constant(batch, tf.string))
     assert signature(tf.constant(["the dog", ""]))["translations"].shape == (2,)  # still serves
