@@ -450,7 +450,8 @@ def test_tools_decode_with_the_run_beam_search_unless_given(
     config = {name: value for name, value in config.items() if name not in ("beam_size", "alpha")}
     (run_copy / "config.json").write_text(json.dumps({**config, **fields}))
     recorded = TranslatorArguments(monkeypatch)
-    (tmp_path / "input.txt").write_text("A man.\n", encoding="utf-8")
+    # No line to translate: the settings are those of the `Translator` built before any input.
+    (tmp_path / "input.txt").write_text("", encoding="utf-8")
     weights = "checkpoints/epoch_001.weights.h5"
     load_tool("translate").main(
         ["--run-dir", str(run_copy), "--model-file", weights, str(tmp_path / "input.txt"), *flags]
