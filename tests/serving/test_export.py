@@ -514,17 +514,6 @@ def test_existing_version_is_never_overwritten_silently(
     assert _snapshot(export_root) == before
 
 
-def test_default_version_is_one_more_than_the_highest(
-    translator: Translator, exported: Path, tmp_path: Path
-):
-    _old_version(exported, tmp_path, 3)
-    (tmp_path / "notes").mkdir()  # not a version
-    path = export_translator(translator, tmp_path)
-    assert path == tmp_path / "4"
-    assert sorted(os.listdir(tmp_path)) == ["3", "4", "notes"]
-    assert (path / "saved_model.pb").is_file()
-
-
 def test_overwrite_replaces_the_version(translator: Translator, exported: Path, tmp_path: Path):
     old = _old_version(exported, tmp_path, 1)
     assert export_translator(translator, tmp_path, version=1, overwrite=True) == old
@@ -579,7 +568,11 @@ def _staging(export_dir: Path, name: str, lock: bool = False, age_s: float = 0.0
     return staging
 
 
-def test_export_removes_staging_folders_of_killed_exports(translator: Translator, tmp_path: Path):
+def test_export_takes_the_next_version_and_removes_staging_folders_of_killed_exports(
+    translator: Translator, exported: Path, tmp_path: Path
+):
+    _old_version(exported, tmp_path, 3)
+    (tmp_path / "notes").mkdir()  # not a version
     old = UNLOCKED_STAGING_MAX_AGE_S + 60
     killed = [
         _staging(tmp_path, ".1-abc_1234", lock=True),  # lock freed when its process died
@@ -599,11 +592,11 @@ def test_export_removes_staging_folders_of_killed_exports(translator: Translator
     with open(running / STAGING_LOCK, "r+b") as held:  # the running export holds its lock
         fcntl.flock(held, fcntl.LOCK_EX)
         path = export_translator(translator, tmp_path)
-    assert path == tmp_path / "1"
+    assert path == tmp_path / "4"  # one more than the highest version
     assert (path / "saved_model.pb").is_file()
     assert not any(staging.exists() for staging in killed)
     assert all((folder / "model" / "saved_model.pb").is_file() for folder in kept)
-    expected = sorted(["1", ".6-abcdefgh", *(folder.name for folder in kept)])
+    expected = sorted(["3", "4", "notes", ".6-abcdefgh", *(folder.name for folder in kept)])
     assert sorted(os.listdir(tmp_path)) == expected
 
 
