@@ -7,7 +7,10 @@ their listed seconds, longest first, so that the two processes of `pytest -n 2 -
 --no-loadscope-reorder` end at about the same time.
 """
 
+import contextlib
+import io
 import os
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -34,6 +37,47 @@ def _fresh_keras_state():
 def to_numpy(x) -> np.ndarray:
     """Any backend tensor as a NumPy array."""
     return keras.ops.convert_to_numpy(x)
+
+
+# One tiny run folder and its SavedModel for the session: the tests of the tools, of presets
+# and of the tools' errors read them (a SavedModel export traces the beam search: many
+# seconds). They are shared: a test that changes a run works on a copy.
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory):
+    """A run still training, made without training (`tests.runs.test_files.make_tiny_run`):
+    config.json, a tokenizer and two epoch checkpoints of random weights, no model.keras."""
+    from tests.runs.test_files import make_tiny_run
+
+    return make_tiny_run(tmp_path_factory.mktemp("tiny_run"))
+
+
+@pytest.fixture(scope="session")
+def finished_tiny_run(tiny_run, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of `tiny_run`, finished: `model.keras` holds epoch 1's weights (not the last
+    checkpoint's, so that a test can tell which one loaded)."""
+    from tests.runs.test_files import run_model
+
+    path = Path(shutil.copytree(tiny_run.path, tmp_path_factory.mktemp("finished") / "run"))
+    model = run_model(path)
+    model.set_weights(tiny_run.weights[1])
+    model.save(path / "model.keras")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_saved_model(finished_tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`finished_tiny_run` exported by `tools/export.py` (in this process) with beam size 2:
+    version 1 of a folder of its own."""
+    from keras_attention_cli.commands.export import main
+
+    output = tmp_path_factory.mktemp("tiny_export")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        main(["--run-dir", str(finished_tiny_run), "--beam-size", "2", "--output", str(output)])
+    assert printed.getvalue() == f"exported {output / '1'}\n"
+    return output / "1"
 
 
 SLOW_TESTS = Path(__file__).with_name("slow_tests.txt")

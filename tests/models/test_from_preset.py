@@ -2,9 +2,10 @@
 `Translator.from_preset` take a size name, a run folder or a preset folder in keras-hub's
 layout (`save_to_preset`), and the tools take any of them, or a SavedModel, with `--model`.
 
-The run folder is made without training (`tests.runs.test_files.make_tiny_run`: config.json,
+The run folder is made without training (`tiny_run` in tests/conftest.py: config.json,
 a tokenizer and two checkpoints of random weights); a copy of it gets a `model.keras`, as a
-finished run has. The JAX and PyTorch checks run in a fresh interpreter each.
+finished run has, and is exported once (`finished_tiny_run`, `tiny_saved_model`). The JAX
+and PyTorch checks run in a fresh interpreter each.
 """
 
 import json
@@ -24,14 +25,12 @@ from keras_attention.models import Transformer, save_to_preset
 from keras_attention.models.preset_sources import folder_kind
 from keras_attention.runs.files import load_run_model, run_beam_search
 from keras_attention.runs.preset_export import save_run_as_preset
-from keras_attention.serving.export import export_translator, load_exported
+from keras_attention.serving.export import load_exported
 from keras_attention.serving.translator import Translator
 from tests.runs.test_files import (
     TinyRun,
     assert_weights_equal,
     load_tool,
-    make_tiny_run,
-    run_model,
     tool_error,
 )
 
@@ -48,20 +47,15 @@ PRESET_FILES = [
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
-    """A run still training: its last checkpoint is epoch 2."""
-    return make_tiny_run(tmp_path_factory.mktemp("run"))
+def run(tiny_run: TinyRun) -> TinyRun:
+    """The session's run still training (tests/conftest.py): its last checkpoint is epoch 2."""
+    return tiny_run
 
 
 @pytest.fixture(scope="module")
-def finished_run(run: TinyRun, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the run with `model.keras` holding epoch 1's weights (not the last
-    checkpoint's, so that the test can tell which one loaded)."""
-    path = Path(shutil.copytree(run.path, tmp_path_factory.mktemp("finished") / "run"))
-    model = run_model(path)
-    model.set_weights(run.weights[1])
-    model.save(path / "model.keras")
-    return path
+def finished_run(finished_tiny_run: Path) -> Path:
+    """The session's finished copy of the run, whose `model.keras` holds epoch 1's weights."""
+    return finished_tiny_run
 
 
 @pytest.fixture(scope="module")
@@ -70,10 +64,9 @@ def preset(finished_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 
 @pytest.fixture(scope="module")
-def saved_model(finished_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def saved_model(tiny_saved_model: Path) -> Path:
     """The finished run exported as TF Serving's SavedModel, with beam size 2."""
-    translator = Translator.from_preset(finished_run, beam_size=2, chunk_size=None)
-    return export_translator(translator, tmp_path_factory.mktemp("export"))
+    return tiny_saved_model
 
 
 def texts(outputs: dict) -> list[str]:

@@ -14,12 +14,17 @@ from tests.conftest import to_numpy
 VOCABULARY = 500
 
 
+# One layer each side: the decoding tests run the search eagerly, layer by layer.
+ONE_LAYER = {"num_encoder_layers": 1, "num_decoder_layers": 1}
+
+
 def float_and_int8(seed: int = 0) -> tuple[Transformer, Transformer]:
-    """A `tiny` Transformer with random weights, and a copy of it quantized to int8."""
+    """A `tiny` Transformer of one layer each side with random weights, and a copy of it
+    quantized to int8."""
     keras.utils.set_random_seed(seed)
-    model = Transformer.from_preset("tiny", vocabulary_size=VOCABULARY)
+    model = Transformer.from_preset("tiny", vocabulary_size=VOCABULARY, **ONE_LAYER)
     model.build()
-    quantized = Transformer.from_preset("tiny", vocabulary_size=VOCABULARY)
+    quantized = Transformer.from_preset("tiny", vocabulary_size=VOCABULARY, **ONE_LAYER)
     quantized.build()
     quantized.set_weights(model.get_weights())
     quantized.quantize("int8")
@@ -45,7 +50,8 @@ def test_int8_logits_stay_close_to_float32(models):
     assert got.shape == expected.shape
     relative = np.abs(got - expected).max() / np.abs(expected).max()
     agreement = (got.argmax(-1) == expected.argmax(-1)).mean()
-    # Measured: 2% and 99% (before the fix: 130% and 0%, the int8 kernels read unscaled).
+    # Measured: 0.6% and 100% (the full `tiny` preset: 2% and 99%; before the fix: 130% and
+    # 0%, the int8 kernels read unscaled).
     assert relative < 0.1, relative
     assert agreement > 0.9, agreement
 

@@ -95,8 +95,9 @@ def make_tiny_run(path: Path) -> TinyRun:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
-    return make_tiny_run(tmp_path_factory.mktemp("run"))
+def run(tiny_run: TinyRun) -> TinyRun:
+    """The session's tiny run (tests/conftest.py), which the tests only read."""
+    return tiny_run
 
 
 @pytest.fixture
@@ -449,7 +450,8 @@ def test_tools_decode_with_the_run_beam_search_unless_given(
     config = {name: value for name, value in config.items() if name not in ("beam_size", "alpha")}
     (run_copy / "config.json").write_text(json.dumps({**config, **fields}))
     recorded = TranslatorArguments(monkeypatch)
-    (tmp_path / "input.txt").write_text("A man.\n", encoding="utf-8")
+    # No line to translate: the settings are those of the `Translator` built before any input.
+    (tmp_path / "input.txt").write_text("", encoding="utf-8")
     weights = "checkpoints/epoch_001.weights.h5"
     load_tool("translate").main(
         ["--run-dir", str(run_copy), "--model-file", weights, str(tmp_path / "input.txt"), *flags]

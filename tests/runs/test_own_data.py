@@ -1,6 +1,9 @@
 """`tools/train.py --train SOURCE TARGET` end to end on a user's own files: any suffixes and
 pair, gzip and globs, held-out splits written into the run folder, the size rule with
-`--epochs 1`, the languages recorded, and one-line errors that leave nothing behind."""
+`--epochs 1`, the languages recorded, and one-line errors that leave nothing behind.
+
+A run trains in a fresh process, as a user starts it; the scoring and the errors, found
+before any work, run the tools' `main` in this process."""
 
 import gzip
 import json
@@ -14,6 +17,8 @@ import pytest
 
 from keras_attention.data.generated_corpus import generated_splits
 from keras_attention.serving.export import export_metadata
+from tests.run_helpers import main_error
+from tests.runs.test_files import load_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = [
@@ -42,7 +47,9 @@ def pairs() -> list[tuple[str, str]]:
     return generated_splits(num_train=400, num_val=0, num_test=0)["train"]
 
 
-def test_arbitrary_suffixes_are_the_languages_and_splits_are_held_out(tmp_path: Path, pairs):
+def test_arbitrary_suffixes_are_the_languages_and_splits_are_held_out(
+    tmp_path: Path, pairs, capsys
+):
     source = write_lines(tmp_path / "a.xx", [s for s, _ in pairs])
     target = write_lines(tmp_path / "b.yy", [t for _, t in pairs])
     run = tmp_path / "run"
@@ -68,13 +75,9 @@ def test_arbitrary_suffixes_are_the_languages_and_splits_are_held_out(tmp_path: 
     valid_targets = (run / "data" / "valid.yy").read_text().splitlines()
     assert [lookup[s] for s in valid] == valid_targets
     # evaluate.py scores the run on its own held-out split.
-    scored = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "evaluate.py"), "--run-dir", str(run),
-         "--split", "val", "--limit", "5", "--beam-size", "1"],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert scored.returncode == 0, scored.stderr[-3000:]
-    assert "the run's own val split: 5 sentences" in scored.stdout
+    evaluate = ["--run-dir", str(run), "--split", "val", "--limit", "5", "--beam-size", "1"]
+    assert load_tool("evaluate").main(evaluate) == 0
+    assert "the run's own val split: 5 sentences" in capsys.readouterr().out
     # The same command again: the same split, and the finished run is not trained again.
     again = run_train("--train", source, target, "--epochs", "1", "--run-dir", run, *TINY)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -119,21 +122,18 @@ def test_missing_or_misaligned_files_are_one_line_and_write_nothing(
     write_lines(tmp_path / "b.en", ["one", "two", "three"])
     write_lines(tmp_path / "short.en", ["one", "two"])
     run = tmp_path / "run"
-    result = run_train("--train", *[tmp_path / name for name in files], "--run-dir", run, *TINY)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr[-2000:]
-    assert re.search(message, lines[0]), lines[0]
+    error = main_error("train", "--train", *[tmp_path / name for name in files],
+                       "--run-dir", run, *TINY)  # fmt: skip
+    assert re.search(message, error), error
     assert not run.exists()
 
 
 def test_too_small_a_corpus_asks_for_valid_and_test(tmp_path: Path):
     write_lines(tmp_path / "a.de", ["eins", "zwei"])
     write_lines(tmp_path / "b.en", ["one", "two"])
-    result = run_train("--train", tmp_path / "a.de", tmp_path / "b.en", *TINY,
+    error = main_error("train", "--train", tmp_path / "a.de", tmp_path / "b.en", *TINY,
                        "--run-dir", tmp_path / "run")  # fmt: skip
-    assert result.returncode == 2
-    assert result.stderr.strip().endswith("give --valid and --test files")
+    assert error.endswith("give --valid and --test files")
 
 
 def test_a_streamed_corpus_holds_out_its_splits_in_one_pass(tmp_path: Path, pairs):

@@ -30,7 +30,9 @@ def setting():
         name: ([s for s, _ in pairs], [t for _, t in pairs]) for name, pairs in splits.items()
     }
     tokenizer = SubwordTokenizer.train(corpus["train"][0] + corpus["train"][1], 120)
-    encoded = encode_pairs(tokenizer, *corpus["train"], max_length=32)
+    # A few batches an epoch: the tests need epochs that change the weights, not learning.
+    sources, targets = corpus["train"]
+    encoded = encode_pairs(tokenizer, sources[:48], targets[:48], max_length=32)
     train = make_batches(encoded, max_tokens=512, max_length=32, shuffle=False)
     return tokenizer, train, corpus["val"]
 
@@ -39,6 +41,13 @@ def compiled_model(tokenizer: SubwordTokenizer):
     model = tiny_transformer(tokenizer.vocabulary_size)
     compile_with_paper_recipe(model, warmup_steps=10, jit_compile=False)
     return model
+
+
+@pytest.fixture(scope="module")
+def trained_model(setting):
+    """One compiled model that the callback tests go on training (its train step is traced
+    once); each test needs only epochs that change its weights."""
+    return compiled_model(setting[0])
 
 
 class WeightsAtEpochEnd(keras.callbacks.Callback):
@@ -70,9 +79,9 @@ def read_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
-def test_scores_are_logged_and_the_best_weights_kept(setting, tmp_path: Path):
+def test_scores_are_logged_and_the_best_weights_kept(setting, trained_model, tmp_path: Path):
     tokenizer, train, (sources, references) = setting
-    model = compiled_model(tokenizer)
+    model = trained_model
     callback = ValidationBleu(
         tokenizer, sources, references, every_epochs=1,
         best_path=tmp_path / "best.weights.h5", state_path=tmp_path / "state.json",
@@ -98,9 +107,9 @@ def test_scores_are_logged_and_the_best_weights_kept(setting, tmp_path: Path):
     assert not np.allclose(recorder.weights[1][0], recorder.weights[3][0])
 
 
-def test_every_n_epochs_and_the_last(setting, tmp_path: Path):
+def test_every_n_epochs_and_the_last(setting, trained_model, tmp_path: Path):
     tokenizer, train, (sources, references) = setting
-    model = compiled_model(tokenizer)
+    model = trained_model
     callback = ValidationBleu(tokenizer, sources, references, every_epochs=2)
     asked = scripted(callback, [1.0, 2.0, 3.0])
     log = tmp_path / "log.csv"
@@ -111,9 +120,9 @@ def test_every_n_epochs_and_the_last(setting, tmp_path: Path):
     assert (values[1], values[3], values[4]) == (1.0, 2.0, 3.0)
 
 
-def test_a_resumed_run_keeps_its_best_and_its_clock(setting, tmp_path: Path):
+def test_a_resumed_run_keeps_its_best_and_its_clock(setting, trained_model, tmp_path: Path):
     tokenizer, train, (sources, references) = setting
-    model = compiled_model(tokenizer)
+    model = trained_model
     arguments = dict(best_path=tmp_path / "best.weights.h5", state_path=tmp_path / "state.json")
     first = ValidationBleu(tokenizer, sources, references, **arguments)
     scripted(first, [40.0])
@@ -131,9 +140,9 @@ def test_a_resumed_run_keeps_its_best_and_its_clock(setting, tmp_path: Path):
     assert sorted(state["scores"]) == ["1", "2"]
 
 
-def test_the_scores_are_those_of_the_cached_search(setting):
+def test_the_scores_are_those_of_the_cached_search(setting, trained_model):
     tokenizer, train, (sources, references) = setting
-    model = compiled_model(tokenizer)
+    model = trained_model
     model.fit(train, epochs=2, verbose=0)
     callback = ValidationBleu(tokenizer, sources, references, max_sentences=12, seed=3)
     callback.set_model(model)

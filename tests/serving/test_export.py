@@ -40,6 +40,12 @@ from keras_attention.serving.export import (
     remove_stale_staging,
 )
 from keras_attention.serving.translator import Translator
+from keras_attention.serving.warmup_requests import (
+    DEFAULT_WARMUP_SENTENCES,
+    WARMUP_FILE,
+    read_warmup_requests,
+    warmup_batches,
+)
 from tests.conftest import to_numpy
 from tests.scripts.serve_check import saved_model_ops
 from tests.serving.conftest import (
@@ -245,6 +251,13 @@ def test_export_writes_version_1_and_nothing_else(export_root: Path, exported: P
     assert (exported / "variables" / "variables.index").is_file()
 
 
+def test_default_warmup_sentences(exported: Path):
+    requests = read_warmup_requests(exported)
+    sentences = [[s.decode() for s in tf.make_ndarray(r.inputs["sentences"])] for r in requests]
+    assert sentences == warmup_batches(DEFAULT_WARMUP_SENTENCES) * 2
+    assert (exported / WARMUP_FILE).is_file()
+
+
 # saved_model_cli, as Serving reads the signature.
 
 
@@ -407,10 +420,16 @@ def test_served_signature_refuses_what_is_not_a_vector(served, batch, rank: int)
         served(sentences=tf.constant(batch, tf.string))
 
 
+@pytest.fixture(scope="module")
+def freshly_loaded(exported: Path):
+    """The serving signature as `tf.saved_model.load` itself (not `load_exported`) gives it."""
+    return tf.saved_model.load(str(exported)).signatures[SIGNATURE_KEY]
+
+
 @pytest.mark.parametrize("batch, rank", NOT_VECTORS.values(), ids=NOT_VECTORS.keys())
-def test_freshly_loaded_signature_refuses_what_is_not_a_vector(exported: Path, batch, rank: int):
-    """`tf.saved_model.load` itself (not `load_exported`), called with a positional argument."""
-    signature = tf.saved_model.load(str(exported)).signatures[SIGNATURE_KEY]
+def test_freshly_loaded_signature_refuses_what_is_not_a_vector(freshly_loaded, batch, rank: int):
+    """Called with a positional argument; each refusal leaves it serving."""
+    signature = freshly_loaded
     with pytest.raises(tf.errors.InvalidArgumentError, match=rank_error_pattern(rank)):
         signature(tf.constant(batch, tf.string))
     assert signature(tf.constant(["the dog", ""]))["translations"].shape == (2,)  # still serves
@@ -495,17 +514,6 @@ def test_existing_version_is_never_overwritten_silently(
     assert _snapshot(export_root) == before
 
 
-def test_default_version_is_one_more_than_the_highest(
-    translator: Translator, exported: Path, tmp_path: Path
-):
-    _old_version(exported, tmp_path, 3)
-    (tmp_path / "notes").mkdir()  # not a version
-    path = export_translator(translator, tmp_path)
-    assert path == tmp_path / "4"
-    assert sorted(os.listdir(tmp_path)) == ["3", "4", "notes"]
-    assert (path / "saved_model.pb").is_file()
-
-
 def test_overwrite_replaces_the_version(translator: Translator, exported: Path, tmp_path: Path):
     old = _old_version(exported, tmp_path, 1)
     assert export_translator(translator, tmp_path, version=1, overwrite=True) == old
@@ -560,7 +568,11 @@ def _staging(export_dir: Path, name: str, lock: bool = False, age_s: float = 0.0
     return staging
 
 
-def test_export_removes_staging_folders_of_killed_exports(translator: Translator, tmp_path: Path):
+def test_export_takes_the_next_version_and_removes_staging_folders_of_killed_exports(
+    translator: Translator, exported: Path, tmp_path: Path
+):
+    _old_version(exported, tmp_path, 3)
+    (tmp_path / "notes").mkdir()  # not a version
     old = UNLOCKED_STAGING_MAX_AGE_S + 60
     killed = [
         _staging(tmp_path, ".1-abc_1234", lock=True),  # lock freed when its process died
@@ -580,11 +592,11 @@ def test_export_removes_staging_folders_of_killed_exports(translator: Translator
     with open(running / STAGING_LOCK, "r+b") as held:  # the running export holds its lock
         fcntl.flock(held, fcntl.LOCK_EX)
         path = export_translator(translator, tmp_path)
-    assert path == tmp_path / "1"
+    assert path == tmp_path / "4"  # one more than the highest version
     assert (path / "saved_model.pb").is_file()
     assert not any(staging.exists() for staging in killed)
     assert all((folder / "model" / "saved_model.pb").is_file() for folder in kept)
-    expected = sorted(["1", ".6-abcdefgh", *(folder.name for folder in kept)])
+    expected = sorted(["3", "4", "notes", ".6-abcdefgh", *(folder.name for folder in kept)])
     assert sorted(os.listdir(tmp_path)) == expected
 
 

@@ -209,46 +209,47 @@ def test_parsing_sets_the_quiet_import_unless_verbose(
     assert QUIET_VARIABLE == quiet_import.QUIET_VARIABLE  # the variable the library reads
 
 
-# What `import keras_attention` did: its modules, Keras's, its registered classes and names.
+# What `import keras_attention` did: its modules, Keras's, its registered classes and names,
+# and whether `load_model`'s look-up finds the classes it reads.
 IMPORT_REPORT = """
     import json, os, sys
     import keras_attention
     import keras
     registered = sorted(name for name in keras.saving.get_custom_objects()
                         if name.startswith("keras_attention>"))
+    found = [keras.saving.get_registered_object(f"keras_attention>{name}") is not None
+             for name in ("Transformer", "MultiHeadAttention", "TransformerSchedule",
+                          "LabelSmoothedCrossEntropy")]
     print(json.dumps({
         "modules": sorted(name for name in sys.modules if name.startswith("keras_attention")),
-        "keras": "keras" in sys.modules, "registered": registered,
+        "keras": "keras" in sys.modules, "registered": registered, "found": found,
         "all": sorted(keras_attention.__all__),
         "left": os.environ.get("KERAS_ATTENTION_DEFER_IMPORT"),
     }))
 """
 
 
-def test_importing_the_package_does_the_same_in_any_environment():
+@pytest.fixture(scope="module")
+def import_reports() -> list[dict]:
+    """`IMPORT_REPORT` of a fresh interpreter in each environment: none set, the variable that
+    once deferred the import, the quiet import."""
+    environments = [{}, {"KERAS_ATTENTION_DEFER_IMPORT": "1"}, {QUIET_VARIABLE: "1"}]
+    return [json.loads(run_python(IMPORT_REPORT, env)) for env in environments]
+
+
+def test_importing_the_package_does_the_same_in_any_environment(import_reports: list[dict]):
     """The variable that once deferred the import, or the quiet import, change nothing of
     what the package imports and registers (and the package leaves the environment alone)."""
-    environments = [{}, {"KERAS_ATTENTION_DEFER_IMPORT": "1"}, {QUIET_VARIABLE: "1"}]
-    reports = [json.loads(run_python(IMPORT_REPORT, env)) for env in environments]
-    plain = reports[0]
+    plain = import_reports[0]
     assert plain["keras"] and "keras_attention>Transformer" in plain["registered"]
     assert "keras_attention>MultiHeadAttention" in plain["registered"]
     assert "Transformer" in plain["all"] and "MultiHeadAttention" in plain["all"]
-    assert reports[1] == {**plain, "left": "1"}
-    assert reports[2] == plain
+    assert import_reports[1] == {**plain, "left": "1"}
+    assert import_reports[2] == plain
 
 
-def test_importing_the_package_registers_its_classes_for_load_model():
-    stdout = run_python(
-        """
-        import keras
-        import keras_attention
-        for name in ("Transformer", "MultiHeadAttention", "TransformerSchedule",
-                     "LabelSmoothedCrossEntropy"):
-            print(keras.saving.get_registered_object(f"keras_attention>{name}") is not None)
-        """
-    )
-    assert stdout.split() == ["True"] * 4
+def test_importing_the_package_registers_its_classes_for_load_model(import_reports: list[dict]):
+    assert import_reports[0]["found"] == [True] * 4
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """User errors of the command-line tools: one line, `error: ...`, exit status 2, no traceback.
 
 Each tool's `main` runs in the test's process (a few run as programs, as a user would run
-them), on a run folder made without training (`make_tiny_run`). Output paths are checked
-before any work: nothing is loaded, translated or written. Missing and corrupt files
+them), on the session's run folder made without training (`finished_tiny_run`). Output paths
+are checked before any work: nothing is loaded, translated or written. Missing and corrupt files
 (truncated `model.keras` and `.weights.h5`, a broken `config.json`) and input that is not
 UTF-8 are named, with the line for text.
 """
@@ -15,24 +15,19 @@ from pathlib import Path
 
 import pytest
 
-from keras_attention.runs.files import build_run_model
 from keras_attention.runs.translate_function import load_translate_function
 from keras_attention_cli.arguments import ArgumentParser, int_at_least, non_negative_float
 from keras_attention_cli.errors import UserError
 from keras_attention_cli.files import check_output_dir, check_output_file, read_input_lines
 from tests.run_helpers import NATIVE_LOG_LINE, main_error
-from tests.runs.test_files import TinyRun, make_tiny_run
+from tests.runs.test_files import TinyRun
 from tests.tools.test_tools import ROOT, TENSORFLOW_ENV
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
-    """A tiny run folder, finished: with `model.keras` (the weights of epoch 2)."""
-    tiny = make_tiny_run(tmp_path_factory.mktemp("run"))
-    model = build_run_model(tiny.path)
-    model.set_weights(tiny.weights[2])
-    model.save(tiny.path / "model.keras")
-    return tiny
+def run(tiny_run: TinyRun, finished_tiny_run: Path) -> TinyRun:
+    """The session's tiny run folder, finished: with `model.keras` (tests/conftest.py)."""
+    return TinyRun(finished_tiny_run, tiny_run.weights)
 
 
 @pytest.fixture
@@ -126,10 +121,12 @@ def test_input_that_is_not_utf8_is_named_with_its_line(run: TinyRun, tmp_path: P
     text = b"A man rides a bike.\nTwo dogs \xff\xfe play.\n"
     path = tmp_path / "input.txt"
     path.write_bytes(text)
-    args, stdin, name = ([path], b"", str(path)) if source == "file" else ([], text, "<stdin>")
-    # As a program: the whole path from the bytes on stdin or in the file.
-    error = program_error("translate", "--run-dir", run.path, *args, stdin=stdin)
-    assert error.startswith(f"error: {name}:2: not valid UTF-8")
+    if source == "file":
+        error = user_error("translate", "--run-dir", run.path, path)
+        assert error.startswith(f"error: {path}:2: not valid UTF-8")
+    else:  # as a program: the whole path from the bytes on the process's stdin
+        error = program_error("translate", "--run-dir", run.path, stdin=text)
+        assert error.startswith("error: <stdin>:2: not valid UTF-8")
 
 
 # Corrupt files: named, and called corrupt.

@@ -1,9 +1,16 @@
-"""The command-line tools on one tiny trained run: averaging, export, translation, evaluation.
+"""The command-line tools on one tiny run folder: averaging, export, translation, evaluation.
 
-Every tool runs as a subprocess, as a user would run it. The run folder is trained once per
-module (about 15 s); the tools are TensorFlow-only, so they always run on TensorFlow.
+The tools' `main` runs in this process, on the session's finished tiny run (made without
+training, `finished_tiny_run` in tests/conftest.py) and its SavedModel (`tiny_saved_model`);
+`--help` runs each tool as a program. A tool run as a program, as a user runs it:
+tests/tools/test_translate_stream.py, tests/tools/test_tool_errors.py and
+tests/system/test_deferred_import.py. The tools are TensorFlow-only, so they always run on
+TensorFlow.
 """
 
+import contextlib
+import importlib
+import io
 import json
 import os
 import re
@@ -11,6 +18,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import keras
 import numpy as np
@@ -19,7 +27,8 @@ import sacrebleu
 
 import keras_attention  # noqa: F401 (registers the classes that load_model reads)
 from keras_attention.data.datasets import load_corpus
-from tests.tools.test_train import ROOT, train_command
+from tests.run_helpers import main_error
+from tests.tools.test_train import ROOT
 
 # Each tool with an option of its own that its --help must list.
 TOOLS = {
@@ -49,10 +58,16 @@ def run_tool(tool: str, *args: str | Path, stdin: str = "", timeout: int = 300):
 
 
 def run_ok(tool: str, *args: str | Path, stdin: str = "") -> str:
-    """Runs a tool that must succeed; returns its stdout."""
-    done = run_tool(tool, *args, stdin=stdin)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    """Runs the `main` of a tool in this process, with `stdin`; it must succeed. Returns what
+    it printed."""
+    main = importlib.import_module(f"tools.{tool}").main
+    printed = io.StringIO()
+    with (
+        contextlib.redirect_stdout(printed),
+        mock.patch.object(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode()))),
+    ):
+        assert main([str(arg) for arg in args]) == 0
+    return printed.getvalue()
 
 
 def output_lines(stdout: str) -> list[str]:
@@ -98,28 +113,22 @@ def check_evaluation_output(stdout: str, hypotheses_file: Path, count: int, seed
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    output_dir = tmp_path_factory.mktemp("run")
-    done = subprocess.run(
-        train_command(output_dir, 3, "--no-export"),
-        capture_output=True, text=True, timeout=600, env=TENSORFLOW_ENV, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    return output_dir
+def run_dir(finished_tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the session's finished tiny run that the tools write into."""
+    return Path(shutil.copytree(finished_tiny_run, tmp_path_factory.mktemp("tools") / "run"))
 
 
 @pytest.fixture(scope="module")
-def saved_model(run_dir: Path) -> Path:
-    """The run exported once, with beam size 2, as version 1."""
-    stdout = run_ok("export", "--run-dir", run_dir, "--beam-size", "2")
-    assert stdout == f"exported {run_dir / 'export' / '1'}\n"
-    assert (run_dir / "export" / "1" / "saved_model.pb").is_file()
-    return run_dir / "export" / "1"
+def saved_model(run_dir: Path, tiny_saved_model: Path) -> Path:
+    """The run's SavedModel (beam size 2) as version 1 of its default export folder."""
+    return Path(shutil.copytree(tiny_saved_model, run_dir / "export" / "1"))
 
 
 @pytest.mark.parametrize(("tool", "option"), TOOLS.items())
 def test_help(tool: str, option: str):
-    stdout = run_ok(tool, "--help")
+    done = run_tool(tool, "--help")
+    assert done.returncode == 0, done.stderr[-3000:]
+    stdout = done.stdout
     assert stdout.startswith(f"usage: {tool}.py")
     assert option in stdout
 
@@ -127,30 +136,17 @@ def test_help(tool: str, option: str):
 def test_average_checkpoints_writes_the_mean_of_the_last_two(run_dir: Path):
     stdout = run_ok("average_checkpoints", "--run-dir", run_dir, "--last", "2")
     output = run_dir / "averaged.keras"
-    assert "averaged 2 checkpoints (epoch_002.weights.h5 .. epoch_003.weights.h5)" in stdout
+    assert "averaged 2 checkpoints (epoch_001.weights.h5 .. epoch_002.weights.h5)" in stdout
     averaged = keras.models.load_model(output).get_weights()
-    second, third = checkpoint_weights(run_dir, 2), checkpoint_weights(run_dir, 3)
-    assert len(averaged) == len(second) == len(third)
-    for weight, a, b in zip(averaged, second, third, strict=True):
+    first, second = checkpoint_weights(run_dir, 1), checkpoint_weights(run_dir, 2)
+    assert len(averaged) == len(first) == len(second)
+    for weight, a, b in zip(averaged, first, second, strict=True):
         expected = ((a.astype(np.float64) + b.astype(np.float64)) / 2).astype(np.float32)
         np.testing.assert_allclose(weight, expected, rtol=1e-7, atol=1e-7)
-    assert any(not np.allclose(w, b) for w, b in zip(averaged, third, strict=True))
+    assert any(not np.allclose(w, b) for w, b in zip(averaged, second, strict=True))
 
 
-def test_export_takes_the_next_version_and_keeps_existing_ones(run_dir: Path, saved_model: Path):
-    first_files = sorted(p.relative_to(saved_model) for p in saved_model.rglob("*"))
-    stdout = run_ok("export", "--run-dir", run_dir, "--beam-size", "2")
-    assert stdout == f"exported {run_dir / 'export' / '2'}\n"
-    assert (run_dir / "export" / "2" / "saved_model.pb").is_file()
-    assert sorted(p.relative_to(saved_model) for p in saved_model.rglob("*")) == first_files
-
-    done = run_tool("export", "--run-dir", run_dir, "--version", "1")
-    assert done.returncode != 0
-    assert f"{saved_model} exists" in done.stderr and "--overwrite" in done.stderr
-    assert sorted(p.name for p in (run_dir / "export").iterdir()) == ["1", "2"]
-
-
-def test_export_writes_the_warmup_file_and_decodes_in_chunks(
+def test_export_takes_the_next_version_writes_the_warmup_file_and_decodes_in_chunks(
     run_dir: Path, saved_model: Path, tmp_path: Path
 ):
     import tensorflow as tf
@@ -158,13 +154,16 @@ def test_export_writes_the_warmup_file_and_decodes_in_chunks(
     from keras_attention.serving.export import load_exported
     from keras_attention.serving.warmup_requests import read_warmup_requests
 
+    first_files = sorted(p.relative_to(saved_model) for p in saved_model.rglob("*"))
     (tmp_path / "warmup.txt").write_text("\n".join(["", *SENTENCES[:3], "  "]) + "\n")
     stdout = run_ok(
-        "export", "--run-dir", run_dir, "--beam-size", "2", "--version", "7", "--chunk-size", "1",
+        "export", "--run-dir", run_dir, "--beam-size", "2", "--chunk-size", "1",
         "--warmup-file", tmp_path / "warmup.txt",
     )  # fmt: skip
-    path = run_dir / "export" / "7"
+    path = run_dir / "export" / "2"
     assert stdout == f"exported {path}\n"
+    assert (path / "saved_model.pb").is_file()
+    assert sorted(p.relative_to(saved_model) for p in saved_model.rglob("*")) == first_files
     requests = read_warmup_requests(path)
     batches = [[s.decode() for s in tf.make_ndarray(r.inputs["sentences"])] for r in requests]
     kept = [sentence for sentence in SENTENCES[:3] if sentence.strip()]  # blank lines skipped
@@ -173,6 +172,10 @@ def test_export_writes_the_warmup_file_and_decodes_in_chunks(
     chunked = load_exported(path)(sentences=tf.constant(SENTENCES))
     whole = load_exported(saved_model)(sentences=tf.constant(SENTENCES))
     assert chunked["translations"].numpy().tolist() == whole["translations"].numpy().tolist()
+
+    error = main_error("export", "--run-dir", run_dir, "--version", "1")
+    assert f"{saved_model} exists" in error and "--overwrite" in error
+    assert sorted(p.name for p in (run_dir / "export").iterdir()) == ["1", "2"]
     shutil.rmtree(path)
 
 
@@ -234,8 +237,5 @@ def test_evaluate_a_saved_model_on_part_of_the_test_split(saved_model: Path, tmp
 )
 def test_a_missing_run_folder_is_named(tmp_path: Path, tool: str, args: list[str], needed: str):
     run = tmp_path / "no_such_run"
-    done = run_tool(tool, *(arg.format(run=run) for arg in args), stdin="A man.\n")
-    assert done.returncode == 2
-    [error] = done.stderr.splitlines()  # one line, and nothing else
-    assert error.startswith("error: ") and str(run / needed) in error
-    assert "Traceback" not in done.stderr
+    error = main_error(tool, *(arg.format(run=run) for arg in args), stdin=b"A man.\n")
+    assert str(run / needed) in error
