@@ -39,6 +39,7 @@ import numpy as np
 
 from keras_attention import masks
 from keras_attention.layers import MultiHeadAttention
+from tools.paper.outputs import write_outputs
 
 # Sequential operations and maximum path length (Table 1), beside the measured figures.
 TABLE_1 = {
@@ -160,13 +161,6 @@ def format_markdown(rows: Sequence[dict]) -> str:
 
 def write_costs(rows: Sequence[dict], output_dir: str | os.PathLike) -> None:
     """Writes `layer_costs.md`, `layer_costs.json` and `layer_costs.png` into `output_dir`."""
-    output = Path(output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    for name, text in (("layer_costs.md", format_markdown(rows)),
-                       ("layer_costs.json", json.dumps(list(rows), indent=2) + "\n")):  # fmt: skip
-        temporary = output / f".{name}.tmp"
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, output / name)
-    temporary = output / ".layer_costs.tmp.png"
-    plot(rows, temporary)
-    os.replace(temporary, output / "layer_costs.png")
+    texts = {"layer_costs.md": format_markdown(rows),
+             "layer_costs.json": json.dumps(list(rows), indent=2) + "\n"}  # fmt: skip
+    write_outputs(output_dir, texts, ("layer_costs.png", lambda path: plot(rows, path)))

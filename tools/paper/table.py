@@ -17,6 +17,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from tools.paper.outputs import write_outputs
 from tools.paper.sweep import RowResult
 from tools.paper.variations import BASE
 
@@ -159,14 +160,9 @@ def write_table(results: Sequence[RowResult], output_dir: str | os.PathLike) -> 
     """Writes `ablation.md`, `ablation.json` and `ablation.png` into `output_dir` (each
     written whole, then moved into place); returns the table."""
     table = build_table(results)
-    output = Path(output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    for name, text in (("ablation.md", format_markdown(table)),
-                       ("ablation.json", json.dumps(table, indent=2) + "\n")):  # fmt: skip
-        temporary = output / f".{name}.tmp"
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, output / name)
-    temporary = output / ".ablation.tmp.png"
-    plot(table, temporary)
-    os.replace(temporary, output / "ablation.png")
+    texts = {
+        "ablation.md": format_markdown(table),
+        "ablation.json": json.dumps(table, indent=2) + "\n",
+    }
+    write_outputs(output_dir, texts, ("ablation.png", lambda path: plot(table, path)))
     return table
