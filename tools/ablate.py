@@ -93,7 +93,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _config(args: argparse.Namespace):
-    from tools.paper.sweep import SETTINGS_FILE, SweepConfig
+    from tools.paper.sweep import SETTINGS_FILE, SweepConfig, saved_settings
     from tools.paper.variations import select
 
     try:
@@ -103,12 +103,12 @@ def _config(args: argparse.Namespace):
     train_args = shlex.split(args.train_args)
     train_steps = args.train_steps
     if args.command == "table" and train_steps is None:
-        settings = Path(args.work_dir) / SETTINGS_FILE
-        if not settings.exists():
+        try:
+            saved = saved_settings(args.work_dir)
+        except ValueError as error:
+            fail(str(error))
+        if saved is None:
             fail(f"--work-dir {args.work_dir} holds no sweep ({SETTINGS_FILE} missing)")
-        import json
-
-        saved = json.loads(settings.read_text())
         train_steps, train_args = saved["train_steps"], saved["train_args"]
     return SweepConfig(
         args.work_dir, variations, train_steps, train_args, tuple(args.base_seeds), args.seed,

@@ -116,6 +116,21 @@ def train_command(config: SweepConfig, variation: Variation, seed: int) -> list[
     ]  # fmt: skip
 
 
+def saved_settings(work_dir: str | os.PathLike) -> dict | None:
+    """The settings of the sweep in `work_dir` (`sweep.json`), `None` if it holds none.
+
+    Raises:
+        ValueError: if `sweep.json` is not JSON.
+    """
+    path = Path(work_dir) / SETTINGS_FILE
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except ValueError as error:
+        raise ValueError(f"{path} is not JSON ({error}); it holds the sweep's settings") from None
+
+
 def check_settings(config: SweepConfig) -> None:
     """Writes `sweep.json` in a new sweep folder; in an existing one, checks it holds rows of
     the same budget and recipe.
@@ -123,14 +138,8 @@ def check_settings(config: SweepConfig) -> None:
     Raises:
         ValueError: naming what differs from the folder's settings.
     """
-    path = Path(config.work_dir) / SETTINGS_FILE
-    if path.exists():
-        try:
-            saved = json.loads(path.read_text())
-        except ValueError as error:
-            raise ValueError(
-                f"{path} is not JSON ({error}); it holds the sweep's settings"
-            ) from None
+    saved = saved_settings(config.work_dir)
+    if saved is not None:
         for name, value in config.settings().items():
             if saved.get(name) != value:
                 raise ValueError(
@@ -138,6 +147,7 @@ def check_settings(config: SweepConfig) -> None:
                     f"{value!r}: use another --work-dir, or the folder's settings"
                 )
         return
+    path = Path(config.work_dir) / SETTINGS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(config.settings(), indent=2) + "\n")

@@ -93,8 +93,7 @@ def build_table(results: Sequence[RowResult]) -> dict:
         ours, theirs = row["bleu_verdict"], variation.paper_direction
         row["agrees_with_paper"] = None if ours == 0 or theirs is None else ours == theirs
         rows.append(row)
-    minutes = [read_scores(r.run_dir).minutes for r in results
-               if r.variation.name == BASE.name and r.status == "done"]  # fmt: skip
+    minutes = [scores.minutes for scores in base_scores]
     return {"base": base, "base_minutes": minutes, "rows": rows}
 
 
