@@ -12,7 +12,9 @@ row once, each a `tools/train.py` run folder under `--work-dir` that resumes whe
 kill the sweep and start the same command again, and it goes on with the row it was on. It
 then writes `ablation.md`, `ablation.json` and `ablation.png` (into `--output`, by default the
 work folder). `table` writes them again from the rows finished so far. The scores are the
-validation split's (never the test set's): see tools/paper/table.py. `costs` measures
+validation split's (never the test set's): see tools/paper/table.py. `--records DIR` also
+keeps each finished row's scores and settings (no weights) in DIR, a sweep folder of its own
+that a later sweep, in a copy of it, resumes from. `costs` measures
 Table 1 (per-layer forward time and FLOPs against the sequence length): see
 tools/paper/layer_costs.py.
 """
@@ -82,6 +84,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         )
         command.add_argument(
             "--output", default=None, help="where the table and figure go (default: --work-dir)"
+        )
+        command.add_argument(
+            "--records",
+            default=None,
+            help="also copy each finished row's scores and settings, without its weights, "
+            "into this folder (a sweep folder a later sweep resumes from; see "
+            "tools/paper/records.py)",
         )
         if name == "sweep":
             command.add_argument(
@@ -155,6 +164,14 @@ def main(argv: list[str] | None = None) -> int:
             fail(f"--work-dir {args.work_dir}: {error}")
         output = Path(args.output or args.work_dir)
         print(f"table: {output / 'ablation.md'} (and .json, .png)")
+        if args.records is not None:
+            from tools.paper.records import save_records
+
+            try:
+                copied = save_records(results, args.work_dir, args.records)
+            except ValueError as error:
+                fail(f"--records: {error}")
+            print(f"records: {copied} rows in {args.records}")
 
     return run_command(command)
 

@@ -93,6 +93,27 @@ def test_a_killed_sweep_resumes_and_writes_the_table(killed_and_resumed: Path):
     assert (killed_and_resumed / "ablation.png").stat().st_size > 1000
 
 
+def test_the_records_are_a_sweep_folder_of_the_finished_rows_without_weights(
+    killed_and_resumed: Path, tmp_path: Path
+):
+    from tools.paper.records import save_records
+
+    config = SweepConfig(str(killed_and_resumed), select(ROWS), 4, base_seeds=(1,))
+    records = tmp_path / "records"
+    assert save_records(collect_results(config), killed_and_resumed, records) == 2
+    kept = sorted(str(path.relative_to(records)) for path in records.rglob("*") if path.is_file())
+    rows = [f"{row}/seed1/{name}" for row in ("base", "no-1-sqrt-d-k")
+            for name in ("bleu.json", "config.json", "training_log.csv")]  # fmt: skip
+    assert kept == sorted(["sweep.json", *rows])
+    again = collect_results(SweepConfig(str(records), select(ROWS), 4, base_seeds=(1,)))
+    assert [r.status for r in again] == ["done", "done"]
+    assert build_table(again) == build_table(collect_results(config))
+    # A sweep started in the records trains nothing: its rows are finished.
+    check_settings(SweepConfig(str(records), select(ROWS), 4, TINY_TRAIN_ARGS, (1,)))
+    with pytest.raises(ValueError, match="is the sweep folder itself"):
+        save_records(again, records, records)
+
+
 def test_every_row_makes_a_train_command_that_tools_train_accepts(tmp_path: Path):
     from keras_attention_cli.commands.train import parse_args
 
