@@ -20,7 +20,7 @@ Prints one line a notebook: its name, its run time and its size. Errors are one 
 `error: ...`; an unknown name exits with status 2 before anything runs. Developers only: it
 needs nbclient, nbformat and ipykernel (the `dev` extra). Slow: every notebook trains a model
 (measured on 2 CPU cores beside a benchmark, under `nice -n 19`: 01 9.2 min, 02 4.5 min,
-03 2.8 min, 04 5.5 min; about 22 minutes for the four).
+03 2.8 min, 04 5.5 min, 05 0.2 min; about 22 minutes for the five).
 """
 
 import argparse

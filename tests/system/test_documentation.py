@@ -42,6 +42,17 @@ def nav_pages(config_text: str) -> set[str]:
     return set(re.findall(r"^\s*-\s+(?:[^\n]*?:\s+)?([\w/.-]+\.md)\s*$", nav, re.MULTILINE))
 
 
+def excluded_docs(config_text: str) -> list[str]:
+    """The entries of `mkdocs.yml`'s `exclude_docs` (a folder ends with `/`): fragments that
+    pages include, not pages of their own."""
+    block = re.search(r"^exclude_docs: \|\n((?:[ ]+\S[^\n]*\n)+)", config_text, re.MULTILINE)
+    return block.group(1).split() if block else []
+
+
+def is_excluded(page: str, entries: list[str]) -> bool:
+    return any(page.startswith(e) if e.endswith("/") else page == e for e in entries)
+
+
 def test_every_public_module_has_an_api_entry():
     modules = public_modules()
     assert {"keras_attention", "keras_attention.layers.multi_head_attention"} <= modules
@@ -66,9 +77,13 @@ def test_the_module_walk_finds_a_new_module_and_skips_private_ones(tmp_path):
 
 
 def test_every_page_is_in_the_navigation():
+    config = (ROOT / "mkdocs.yml").read_text("utf-8")
+    excluded = excluded_docs(config)
+    assert "paper/sweep/" in excluded
     pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
+    pages = {page for page in pages if not is_excluded(page, excluded)}
     assert {"index.md", "api/index.md", "experiments/multi30k-en-de.md"} <= pages
-    listed = nav_pages((ROOT / "mkdocs.yml").read_text("utf-8"))
+    listed = nav_pages(config)
     assert sorted(pages - listed) == [], "pages missing from mkdocs.yml's nav"
     assert sorted(listed - pages) == [], "mkdocs.yml's nav names pages that do not exist"
 
@@ -76,6 +91,13 @@ def test_every_page_is_in_the_navigation():
 def test_the_navigation_parser_reads_titled_and_untitled_entries():
     text = "site_name: x\nnav:\n  - Home: index.md\n  - Part:\n      - part/index.md\n"
     assert nav_pages(text) == {"index.md", "part/index.md"}
+
+
+def test_excluded_fragments_are_read_from_the_configuration():
+    entries = excluded_docs("site_name: x\nexclude_docs: |\n  hooks/\n  paper/a.md\ntheme:\n")
+    assert entries == ["hooks/", "paper/a.md"]
+    assert is_excluded("hooks/x.md", entries) and is_excluded("paper/a.md", entries)
+    assert not is_excluded("paper/claims.md", entries)
 
 
 @pytest.mark.parametrize("name", ["README.md"])

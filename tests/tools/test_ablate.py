@@ -87,7 +87,8 @@ def test_a_killed_sweep_resumes_and_writes_the_table(killed_and_resumed: Path):
     assert [r.status for r in results] == ["done", "done"]
     table = json.loads((killed_and_resumed / "ablation.json").read_text())
     assert [row["name"] for row in table["rows"]] == ROWS
-    assert all(row["status"] == "done" and row["perplexity"] > 1 for row in table["rows"])
+    assert all(row["status"] == "done" and row["perplexity"] > 1 and row["minutes"] > 0
+               for row in table["rows"])  # fmt: skip
     markdown = (killed_and_resumed / "ablation.md").read_text()
     assert markdown.startswith("Base: BLEU") and "| no 1/sqrt(d_k) |" in markdown
     assert (killed_and_resumed / "ablation.png").stat().st_size > 1000
@@ -102,8 +103,8 @@ def test_the_records_are_a_sweep_folder_of_the_finished_rows_without_weights(
     records = tmp_path / "records"
     assert save_records(collect_results(config), killed_and_resumed, records) == 2
     kept = sorted(str(path.relative_to(records)) for path in records.rglob("*") if path.is_file())
-    rows = [f"{row}/seed1/{name}" for row in ("base", "no-1-sqrt-d-k")
-            for name in ("bleu.json", "config.json", "training_log.csv")]  # fmt: skip
+    names = ("bleu.json", "config.json", "row_time.json", "training_log.csv")
+    rows = [f"{row}/seed1/{name}" for row in ("base", "no-1-sqrt-d-k") for name in names]
     assert kept == sorted(["sweep.json", *rows])
     again = collect_results(SweepConfig(str(records), select(ROWS), 4, base_seeds=(1,)))
     assert [r.status for r in again] == ["done", "done"]
@@ -127,17 +128,38 @@ def test_every_row_makes_a_train_command_that_tools_train_accepts(tmp_path: Path
     assert train.label_smoothing == 0.2
 
 
+def test_a_row_that_changes_nothing_in_the_base_is_reported_not_trained(
+    killed_and_resumed: Path, tmp_path: Path
+):
+    import shutil
+
+    from tools.paper.sweep import run_sweep
+    from tools.paper.variations import Variation
+
+    work_dir = tmp_path / "sweep"
+    shutil.copytree(killed_and_resumed, work_dir)
+    same = Variation("same width", "extra", {"d_model": 16})  # the tiny base's own width
+    config = SweepConfig(str(work_dir), [BASE, same], 4, TINY_TRAIN_ARGS, (1,))
+    base, row = run_sweep(config)
+    assert (base.status, row.status) == ("done", "failed")
+    assert row.error == "changes nothing: the base recipe already has d_model=16"
+    assert not row_dir(work_dir, same, 1).exists()
+    (kept,) = collect_results(config)[1:]
+    assert (kept.status, kept.error) == ("failed", row.error)
+
+
 def test_another_budget_in_the_same_folder_is_refused(killed_and_resumed: Path):
     with pytest.raises(ValueError, match="train_steps=4, not 5"):
         check_settings(SweepConfig(str(killed_and_resumed), select(ROWS), 5))
 
 
 def fake_run(run_dir: Path, bleu: float, perplexity: float) -> None:
-    """A finished run folder's two files that the table reads."""
+    """A finished run folder's files that the table reads (a minute of training)."""
     run_dir.mkdir(parents=True)
     scores = {"bleu": bleu, "bleu_tokenized": bleu + 1}
-    summary = {"model": "last", "validation": {"last": scores}, "training_seconds": 60.0}
+    summary = {"model": "last", "validation": {"last": scores}}
     (run_dir / "bleu.json").write_text(json.dumps(summary))
+    (run_dir / "row_time.json").write_text(json.dumps({"seconds": 60.0}))
     (run_dir / "training_log.csv").write_text(f"epoch,val_perplexity\n0,9.0\n1,{perplexity}\n")
 
 
@@ -162,6 +184,7 @@ def test_a_delta_inside_the_base_seeds_range_is_noise(tmp_path: Path):
         True,
     )
     assert (second["bleu_verdict"], second["agrees_with_paper"]) == (0, None)
+    assert first["minutes"] == second["minutes"] == table["base_minutes"][0] == 1.0
     assert second["perplexity_verdict"] == 1  # lower than every base seed's
     assert failed["status"] == "failed" and "diverged" in format_markdown(table)
 

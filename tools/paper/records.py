@@ -3,8 +3,10 @@ where a checkout keeps them (`docs/paper/sweep/`), so that a sweep spread over s
 sessions or machines goes on where it stopped.
 
 A records folder is itself a sweep folder: its `sweep.json` and, per finished row,
-`<row>/seed<N>/` with the three files that mark a row finished and score it (`bleu.json`,
-`training_log.csv`, and the run's `config.json`), plus the failures' `logs/*.failed.json`.
+`<row>/seed<N>/` with the files that mark a row finished and score it (`bleu.json`,
+`training_log.csv`, the run's `config.json`, and the sweep's `row_time.json`), plus the
+failures' `logs/*.failed.json`. The corpus folder, in `sweep.json` and in each `config.json`,
+is kept as `DATA_DIR`: records carry no path of the machine that trained them.
 So `tools/ablate.py table --work-dir docs/paper/sweep` writes the table from it, and a sweep
 started in a copy of it (`cp -r docs/paper/sweep runs/ablation`) trains only the rows it
 lacks.
@@ -18,20 +20,30 @@ Example:
 ...     train_args=TINY_TRAIN_ARGS, base_seeds=(1,))
 >>> saved = save_records(run_sweep(config), "kept", "records")
 >>> sorted(path.name for path in Path("records", "base", "seed1").iterdir())
-['bleu.json', 'config.json', 'training_log.csv']
+['bleu.json', 'config.json', 'row_time.json', 'training_log.csv']
 >>> [result.status for result in collect_results(dataclasses.replace(config, work_dir="records"))]
 ['done', 'done']
 """
 
 import dataclasses  # noqa: F401 (the example's)
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from keras_attention.core.atomic_files import write_bytes_atomically
-from tools.paper.sweep import SETTINGS_FILE, RowResult, failure_file
+from tools.paper.sweep import SETTINGS_FILE, TIME_FILE, RowResult, failure_file
 
-RECORD_FILES = ("bleu.json", "training_log.csv", "config.json")
+RECORD_FILES = ("bleu.json", "training_log.csv", "config.json", TIME_FILE)
+
+
+def _without_data_dir(config: bytes) -> bytes:
+    """A run's `config.json` with its corpus folder as `DATA_DIR` (this machine's path is
+    not the record's: `SweepConfig.settings`)."""
+    settings = json.loads(config)
+    if settings.get("data_dir") is not None:
+        settings["data_dir"] = "DATA_DIR"
+    return (json.dumps(settings, indent=2) + "\n").encode()
 
 
 def save_records(
@@ -54,8 +66,11 @@ def save_records(
         if result.status == "done":
             row = result.run_dir.resolve().relative_to(source)
             for name in RECORD_FILES:
-                data = (result.run_dir / name).read_bytes()
-                write_bytes_atomically(target / row / name, data)
+                if (result.run_dir / name).exists():  # a row without its time: no time
+                    data = (result.run_dir / name).read_bytes()
+                    if name == "config.json":
+                        data = _without_data_dir(data)
+                    write_bytes_atomically(target / row / name, data)
             copied += 1
         elif result.status == "failed":
             failure = failure_file(source, result.variation, result.seed)

@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from keras_attention.core.atomic_files import write_bytes_atomically
+from tools.paper.no_op_rows import base_model_config, changes_nothing
 from tools.paper.variations import BASE, Variation, slug
 
 TRAIN_TOOL = Path(__file__).resolve().parents[1] / "train.py"
@@ -39,6 +41,26 @@ TINY_TRAIN_ARGS = (
     "--override", "d_model=16", "--override", "num_heads=2", "--override", "intermediate_dim=32",
 )  # fmt: skip
 SETTINGS_FILE = "sweep.json"
+# In a finished row's folder: the seconds its training took (of its last start, when a killed
+# row was resumed), written by the sweep once the row has finished.
+TIME_FILE = "row_time.json"
+
+
+def without_data_dir(words: Sequence[str]) -> list[str]:
+    """`words` with the value of `--data-dir` (either spelling) replaced by `DATA_DIR`.
+
+    >>> without_data_dir(["--dataset", "multi30k", "--data-dir", "/data/m30k", "--seed", "1"])
+    ['--dataset', 'multi30k', '--data-dir', 'DATA_DIR', '--seed', '1']
+    >>> without_data_dir(["--data-dir=/data/m30k"])
+    ['--data-dir=DATA_DIR']
+    """
+    kept = list(words)
+    for index, word in enumerate(kept):
+        if word == "--data-dir" and index + 1 < len(kept):
+            kept[index + 1] = "DATA_DIR"
+        elif word.startswith("--data-dir="):
+            kept[index] = "--data-dir=DATA_DIR"
+    return kept
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,8 +87,10 @@ class SweepConfig:
     retry_failed: bool = False
 
     def settings(self) -> dict:
-        """What every row shares: a sweep folder holds rows of one budget and recipe only."""
-        return {"train_steps": self.train_steps, "train_args": list(self.train_args)}
+        """What every row shares: a sweep folder holds rows of one budget and recipe only.
+        The corpus folder (`--data-dir`) is where this machine keeps the corpus, not part of
+        the recipe: it is kept as `DATA_DIR`, so that a sweep goes on on another machine."""
+        return {"train_steps": self.train_steps, "train_args": without_data_dir(self.train_args)}
 
     def rows(self) -> list[tuple[Variation, int]]:
         """`(variation, seed)` in training order: the base's seeds first."""
@@ -177,6 +201,7 @@ def train_row(config: SweepConfig, variation: Variation, seed: int) -> RowResult
     seconds = time.monotonic() - start
     if done.returncode == 0 and is_finished(run_dir):
         failure_file(config.work_dir, variation, seed).unlink(missing_ok=True)
+        write_bytes_atomically(run_dir / TIME_FILE, json.dumps({"seconds": seconds}).encode())
         return RowResult(variation, seed, run_dir, "done", seconds=seconds)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     error = lines[-1] if lines else f"exit status {done.returncode}"
@@ -189,7 +214,8 @@ def run_sweep(
     config: SweepConfig, progress: Callable[[str], None] | None = None
 ) -> list[RowResult]:
     """Trains every row not yet finished, in order; a failed row is recorded and the sweep
-    goes on. Returns each row's result.
+    goes on, and so is a row that would change nothing in the base (`no_op_rows`), without
+    training it. Returns each row's result.
 
     Raises:
         ValueError: if the work folder holds a sweep of another budget or recipe.
@@ -197,12 +223,15 @@ def run_sweep(
     check_settings(config)
     rows = config.rows()
     results = []
+    base_config = None  # the first finished base run's model arguments: no-op rows fail
     for index, (variation, seed) in enumerate(rows, start=1):
         run_dir = row_dir(config.work_dir, variation, seed)
         failure = failure_file(config.work_dir, variation, seed)
         label = f"[{index}/{len(rows)}] {variation.name}, seed {seed}"
         if is_finished(run_dir):
             results.append(RowResult(variation, seed, run_dir, "done"))
+            if variation.name == BASE.name and base_config is None:
+                base_config = base_model_config(run_dir)
             continue
         if failure.exists() and not config.retry_failed:
             error = json.loads(failure.read_text()).get("error", "")
@@ -210,9 +239,19 @@ def run_sweep(
             if progress:
                 progress(f"{label}: failed before ({error}); --retry-failed trains it again")
             continue
+        no_op = None if variation.name == BASE.name else changes_nothing(variation, base_config)
+        if no_op:
+            failure.parent.mkdir(parents=True, exist_ok=True)
+            failure.write_text(json.dumps({"returncode": None, "error": no_op}, indent=2))
+            results.append(RowResult(variation, seed, run_dir, "failed", error=no_op))
+            if progress:
+                progress(f"{label}: not trained, {no_op}")
+            continue
         if progress:
             progress(f"{label}: training")
         result = train_row(config, variation, seed)
+        if variation.name == BASE.name and base_config is None and result.status == "done":
+            base_config = base_model_config(run_dir)
         if progress:
             ending = "done" if result.status == "done" else f"failed: {result.error}"
             progress(f"{label}: {ending} in {result.seconds / 60:.1f} min")

@@ -12,13 +12,12 @@ not as an effect. The paper's direction is compared only for effects outside the
 import csv
 import dataclasses
 import json
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from tools.paper.outputs import write_outputs
-from tools.paper.sweep import RowResult
+from tools.paper.sweep import TIME_FILE, RowResult
 from tools.paper.variations import BASE
 
 METRICS = ("bleu", "bleu_tokenized", "perplexity")
@@ -27,12 +26,13 @@ HIGHER_IS_BETTER = {"bleu": True, "bleu_tokenized": True, "perplexity": False}
 
 @dataclasses.dataclass
 class RowScores:
-    """A finished row's validation scores, and its training time in minutes."""
+    """A finished row's validation scores, and its training time in minutes (`None` when the
+    row's folder holds no time)."""
 
     bleu: float
     bleu_tokenized: float
     perplexity: float
-    minutes: float
+    minutes: float | None
 
 
 def read_scores(run_dir: Path) -> RowScores:
@@ -42,7 +42,8 @@ def read_scores(run_dir: Path) -> RowScores:
     with (run_dir / "training_log.csv").open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     perplexity = float(rows[-1]["val_perplexity"])
-    minutes = float(summary.get("training_seconds", math.nan)) / 60
+    time_file = run_dir / TIME_FILE
+    minutes = json.loads(time_file.read_text())["seconds"] / 60 if time_file.exists() else None
     return RowScores(last["bleu"], last["bleu_tokenized"], perplexity, minutes)
 
 
@@ -97,6 +98,10 @@ def build_table(results: Sequence[RowResult]) -> dict:
     return {"base": base, "base_minutes": minutes, "rows": rows}
 
 
+def _minutes(minutes: float | None) -> str:
+    return "-" if minutes is None else f"{minutes:.1f}"
+
+
 def _signed(value: float) -> str:
     return f"{value:+.2f}"
 
@@ -110,7 +115,8 @@ def format_markdown(table: dict) -> str:
         f"{base['bleu']['max']:.2f}, spread {base['bleu']['spread']:.2f}), Moses-tokenized "
         f"{base['bleu_tokenized']['mean']:.2f} (spread {base['bleu_tokenized']['spread']:.2f}), "
         f"perplexity {base['perplexity']['mean']:.2f} (spread "
-        f"{base['perplexity']['spread']:.2f}); {seeds} seeds.",
+        f"{base['perplexity']['spread']:.2f}); {seeds} seeds, minutes each: "
+        f"{', '.join(_minutes(minutes) for minutes in table['base_minutes'])}.",
         "",
         "| row | BLEU | Δ (base spread) | tokenized BLEU | Δ | perplexity | Δ | verdict (BLEU) "
         "| paper | same direction | minutes |",
@@ -127,7 +133,7 @@ def format_markdown(table: dict) -> str:
             f"(±{base['bleu']['spread'] / 2:.2f}) | {row['bleu_tokenized']:.2f} | "
             f"{_signed(row['bleu_tokenized_delta'])} | {row['perplexity']:.2f} | "
             f"{_signed(row['perplexity_delta'])} | {WORDS[row['bleu_verdict']]} | "
-            f"{row['paper']} | {agrees} | {row['minutes']:.1f} |"
+            f"{row['paper']} | {agrees} | {_minutes(row['minutes'])} |"
         )
     return "\n".join(lines) + "\n"
 
