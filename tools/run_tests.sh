@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test command: the whole suite under TensorFlow, the package's docstring examples as
 # doctests, then the backend-agnostic tests (core, layers, masks, the Transformer, a model.fit
-# and the searches) under PyTorch and JAX. The TensorFlow suite runs in two processes
-# (pytest-xdist), a test file per process at a time, so that a file's module fixtures are built
-# once.
+# and the searches) under PyTorch and JAX, then the documentation site. The TensorFlow suite
+# runs in three processes (pytest-xdist; three keep both cores busy while one process waits
+# on a subprocess or a file), a test file per process at a time, so that a file's module
+# fixtures are built once. Each phase prints its time on stderr, `[run_tests] ...`.
 # `--quick`: the quick subset, every test not marked `slow` (each module's fast tests) under
 # TensorFlow only, in about 3 minutes; for the edit-test loop, not instead of the whole command.
 set -euo pipefail
@@ -12,14 +13,27 @@ if [[ "${1:-}" == "--quick" ]]; then
   shift
   KERAS_BACKEND=tensorflow exec python -m pytest -q -n 2 --dist loadfile -m "not slow" tests "$@"
 fi
+start=$SECONDS
+timed() {  # timed NAME COMMAND...: runs the command, then prints how long it took
+  local name="$1" begin=$SECONDS
+  shift
+  "$@"
+  local seconds=$((SECONDS - begin)) total=$((SECONDS - start))
+  printf '[run_tests] %s: %d:%02d (total %d:%02d)\n' "$name" $((seconds / 60)) $((seconds % 60)) \
+    $((total / 60)) $((total % 60)) >&2
+}
 # The slowest tests are listed (--durations) so that the suite's time can be kept in check.
-KERAS_BACKEND=tensorflow python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20 tests "$@"
+KERAS_BACKEND=tensorflow timed "TensorFlow suite" python -m pytest -q -n 3 --dist loadfile \
+  --no-loadscope-reorder --durations=20 tests "$@"
 # The docstring examples of the package and of the tools' own, as doctests (set-up: conftest.py),
-# in two processes too (each trains the examples' tiny run once, about 10 s).
-KERAS_BACKEND=tensorflow python -m pytest -q -n 2 --doctest-modules keras_attention keras_attention_cli "$@"
+# in two processes (each trains the examples' tiny run once, about 10 s).
+KERAS_BACKEND=tensorflow timed "doctests" python -m pytest -q -n 2 --doctest-modules \
+  keras_attention keras_attention_cli "$@"
 AGNOSTIC=(tests/core tests/layers tests/decoding tests/test_masks.py tests/models/test_transformer.py
   tests/models/test_deferred_collection.py tests/training/test_memorize.py)
-KERAS_BACKEND=torch python -m pytest -q -n 2 "${AGNOSTIC[@]}" "$@"
-KERAS_BACKEND=jax python -m pytest -q -n 2 --durations=10 "${AGNOSTIC[@]}" "$@"
+KERAS_BACKEND=torch timed "PyTorch" python -m pytest -q -n 2 "${AGNOSTIC[@]}" "$@"
+KERAS_BACKEND=jax timed "JAX" python -m pytest -q -n 3 --durations=10 "${AGNOSTIC[@]}" "$@"
 # The documentation site, strict: a broken link, anchor or API reference fails the command.
-site="$(mktemp -d)" && NO_MKDOCS_2_WARNING=1 python -m mkdocs build --strict --quiet -d "$site" && rm -rf "$site"
+site="$(mktemp -d)"
+NO_MKDOCS_2_WARNING=1 timed "documentation site" python -m mkdocs build --strict --quiet -d "$site"
+rm -rf "$site"
