@@ -2,9 +2,9 @@
 # The test command: the whole suite under TensorFlow, the package's docstring examples as
 # doctests, then the backend-agnostic tests (core, layers, masks, the Transformer, a model.fit
 # and the searches) under PyTorch and JAX, then the documentation site. The TensorFlow suite
-# runs in three processes (pytest-xdist; three keep both cores busy while one process waits
-# on a subprocess or a file), a test file per process at a time, so that a file's module
-# fixtures are built once. Each phase prints its time on stderr, `[run_tests] ...`.
+# runs in two processes (pytest-xdist; a third, measured, gave no clear gain on 2 cores), a
+# test file per process at a time, so that a file's module fixtures are built once. Each
+# phase prints its time on stderr, `[run_tests] ...`.
 # `--quick`: the quick subset, every test not marked `slow` (each module's fast tests) under
 # TensorFlow only, in about 3 minutes; for the edit-test loop, not instead of the whole command.
 set -euo pipefail
@@ -23,7 +23,7 @@ timed() {  # timed NAME COMMAND...: runs the command, then prints how long it to
     $((total / 60)) $((total % 60)) >&2
 }
 # The slowest tests are listed (--durations) so that the suite's time can be kept in check.
-KERAS_BACKEND=tensorflow timed "TensorFlow suite" python -m pytest -q -n 3 --dist loadfile \
+KERAS_BACKEND=tensorflow timed "TensorFlow suite" python -m pytest -q -n 2 --dist loadfile \
   --no-loadscope-reorder --durations=20 tests "$@"
 # The docstring examples of the package and of the tools' own, as doctests (set-up: conftest.py),
 # in two processes (each trains the examples' tiny run once, about 10 s).
@@ -32,7 +32,7 @@ KERAS_BACKEND=tensorflow timed "doctests" python -m pytest -q -n 2 --doctest-mod
 AGNOSTIC=(tests/core tests/layers tests/decoding tests/test_masks.py tests/models/test_transformer.py
   tests/models/test_deferred_collection.py tests/training/test_memorize.py)
 KERAS_BACKEND=torch timed "PyTorch" python -m pytest -q -n 2 "${AGNOSTIC[@]}" "$@"
-KERAS_BACKEND=jax timed "JAX" python -m pytest -q -n 3 --durations=10 "${AGNOSTIC[@]}" "$@"
+KERAS_BACKEND=jax timed "JAX" python -m pytest -q -n 2 --durations=10 "${AGNOSTIC[@]}" "$@"
 # The documentation site, strict: a broken link, anchor or API reference fails the command.
 site="$(mktemp -d)"
 NO_MKDOCS_2_WARNING=1 timed "documentation site" python -m mkdocs build --strict --quiet -d "$site"
