@@ -206,8 +206,21 @@ def train_row(config: SweepConfig, variation: Variation, seed: int) -> RowResult
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     error = lines[-1] if lines else f"exit status {done.returncode}"
     failure = {"returncode": done.returncode, "error": error, "log": str(log_path)}
-    failure_file(config.work_dir, variation, seed).write_text(json.dumps(failure, indent=2))
+    _record_failure(config, variation, seed, failure)
     return RowResult(variation, seed, run_dir, "failed", error=error, seconds=seconds)
+
+
+def _record_failure(config: SweepConfig, variation: Variation, seed: int, failure: dict) -> None:
+    """Writes the row's failure record (`failure_file`), which a later sweep reads."""
+    path = failure_file(config.work_dir, variation, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(failure, indent=2))
+
+
+def _base_config(results: Sequence[RowResult]) -> dict | None:
+    """The model arguments of the first finished base row among `results`, if any."""
+    base = next((r for r in results if r.variation.name == BASE.name and r.status == "done"), None)
+    return None if base is None else base_model_config(base.run_dir)
 
 
 def run_sweep(
@@ -223,15 +236,12 @@ def run_sweep(
     check_settings(config)
     rows = config.rows()
     results = []
-    base_config = None  # the first finished base run's model arguments: no-op rows fail
     for index, (variation, seed) in enumerate(rows, start=1):
         run_dir = row_dir(config.work_dir, variation, seed)
         failure = failure_file(config.work_dir, variation, seed)
         label = f"[{index}/{len(rows)}] {variation.name}, seed {seed}"
         if is_finished(run_dir):
             results.append(RowResult(variation, seed, run_dir, "done"))
-            if variation.name == BASE.name and base_config is None:
-                base_config = base_model_config(run_dir)
             continue
         if failure.exists() and not config.retry_failed:
             error = json.loads(failure.read_text()).get("error", "")
@@ -239,10 +249,11 @@ def run_sweep(
             if progress:
                 progress(f"{label}: failed before ({error}); --retry-failed trains it again")
             continue
-        no_op = None if variation.name == BASE.name else changes_nothing(variation, base_config)
+        no_op = None
+        if variation.name != BASE.name:
+            no_op = changes_nothing(variation, _base_config(results))
         if no_op:
-            failure.parent.mkdir(parents=True, exist_ok=True)
-            failure.write_text(json.dumps({"returncode": None, "error": no_op}, indent=2))
+            _record_failure(config, variation, seed, {"returncode": None, "error": no_op})
             results.append(RowResult(variation, seed, run_dir, "failed", error=no_op))
             if progress:
                 progress(f"{label}: not trained, {no_op}")
@@ -250,8 +261,6 @@ def run_sweep(
         if progress:
             progress(f"{label}: training")
         result = train_row(config, variation, seed)
-        if variation.name == BASE.name and base_config is None and result.status == "done":
-            base_config = base_model_config(run_dir)
         if progress:
             ending = "done" if result.status == "done" else f"failed: {result.error}"
             progress(f"{label}: {ending} in {result.seconds / 60:.1f} min")
