@@ -89,7 +89,11 @@ def test_a_killed_sweep_resumes_and_writes_the_table(killed_and_resumed: Path):
     assert [row["name"] for row in table["rows"]] == ROWS
     assert all(row["status"] == "done" and row["perplexity"] > 1 and row["minutes"] > 0
                for row in table["rows"])  # fmt: skip
+    # The killed row's time is its resumed part's, and says so.
+    assert [row["resumed"] for row in table["rows"]] == [True]
+    assert table["base_resumed"] == [False]
     markdown = (killed_and_resumed / "ablation.md").read_text()
+    assert "(resumed: this part) |" in markdown.splitlines()[-1]
     assert markdown.startswith("Base: BLEU") and "| no 1/sqrt(d_k) |" in markdown
     assert (killed_and_resumed / "ablation.png").stat().st_size > 1000
 

@@ -191,6 +191,9 @@ def train_row(config: SweepConfig, variation: Variation, seed: int) -> RowResult
     logs = Path(config.work_dir) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     log_path = logs / f"{slug(variation.name)}-seed{seed}.log"
+    # A row that an earlier sweep had started (its folder has its settings) resumes: its time
+    # is then only this part's, and says so.
+    resumed = (run_dir / "config.json").exists()
     start = time.monotonic()
     with log_path.open("a", encoding="utf-8") as log:
         done = subprocess.run(
@@ -201,7 +204,8 @@ def train_row(config: SweepConfig, variation: Variation, seed: int) -> RowResult
     seconds = time.monotonic() - start
     if done.returncode == 0 and is_finished(run_dir):
         failure_file(config.work_dir, variation, seed).unlink(missing_ok=True)
-        write_bytes_atomically(run_dir / TIME_FILE, json.dumps({"seconds": seconds}).encode())
+        timing = {"seconds": seconds, "resumed": resumed}
+        write_bytes_atomically(run_dir / TIME_FILE, json.dumps(timing).encode())
         return RowResult(variation, seed, run_dir, "done", seconds=seconds)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     error = lines[-1] if lines else f"exit status {done.returncode}"

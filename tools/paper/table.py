@@ -27,12 +27,13 @@ HIGHER_IS_BETTER = {"bleu": True, "bleu_tokenized": True, "perplexity": False}
 @dataclasses.dataclass
 class RowScores:
     """A finished row's validation scores, and its training time in minutes (`None` when the
-    row's folder holds no time)."""
+    row's folder holds no time; only the last part's when the row was `resumed`)."""
 
     bleu: float
     bleu_tokenized: float
     perplexity: float
     minutes: float | None
+    resumed: bool = False
 
 
 def read_scores(run_dir: Path) -> RowScores:
@@ -43,8 +44,11 @@ def read_scores(run_dir: Path) -> RowScores:
         rows = list(csv.DictReader(handle))
     perplexity = float(rows[-1]["val_perplexity"])
     time_file = run_dir / TIME_FILE
-    minutes = json.loads(time_file.read_text())["seconds"] / 60 if time_file.exists() else None
-    return RowScores(last["bleu"], last["bleu_tokenized"], perplexity, minutes)
+    timing = json.loads(time_file.read_text()) if time_file.exists() else {}
+    minutes = timing["seconds"] / 60 if timing else None
+    return RowScores(
+        last["bleu"], last["bleu_tokenized"], perplexity, minutes, timing.get("resumed", False)
+    )
 
 
 def _verdict(value: float, low: float, high: float, metric: str) -> int:
@@ -84,7 +88,7 @@ def build_table(results: Sequence[RowResult]) -> dict:
             rows.append(row)
             continue
         scores = read_scores(result.run_dir)
-        row["minutes"] = scores.minutes
+        row["minutes"], row["resumed"] = scores.minutes, scores.resumed
         for metric in METRICS:
             value = getattr(scores, metric)
             stats = base[metric]
@@ -95,11 +99,15 @@ def build_table(results: Sequence[RowResult]) -> dict:
         row["agrees_with_paper"] = None if ours == 0 or theirs is None else ours == theirs
         rows.append(row)
     minutes = [scores.minutes for scores in base_scores]
-    return {"base": base, "base_minutes": minutes, "rows": rows}
+    resumed = [scores.resumed for scores in base_scores]
+    return {"base": base, "base_minutes": minutes, "base_resumed": resumed, "rows": rows}
 
 
-def _minutes(minutes: float | None) -> str:
-    return "-" if minutes is None else f"{minutes:.1f}"
+def _minutes(minutes: float | None, resumed: bool = False) -> str:
+    """A row's minutes; a resumed row's say that they are only its last part's."""
+    if minutes is None:
+        return "-"
+    return f"{minutes:.1f} (resumed: this part)" if resumed else f"{minutes:.1f}"
 
 
 def _signed(value: float) -> str:
@@ -116,7 +124,7 @@ def format_markdown(table: dict) -> str:
         f"{base['bleu_tokenized']['mean']:.2f} (spread {base['bleu_tokenized']['spread']:.2f}), "
         f"perplexity {base['perplexity']['mean']:.2f} (spread "
         f"{base['perplexity']['spread']:.2f}); {seeds} seeds, minutes each: "
-        f"{', '.join(_minutes(minutes) for minutes in table['base_minutes'])}.",
+        f"{', '.join(map(_minutes, table['base_minutes'], table['base_resumed']))}.",
         "",
         "| row | BLEU | Δ (base spread) | tokenized BLEU | Δ | perplexity | Δ | verdict (BLEU) "
         "| paper | same direction | minutes |",
@@ -133,7 +141,7 @@ def format_markdown(table: dict) -> str:
             f"(±{base['bleu']['spread'] / 2:.2f}) | {row['bleu_tokenized']:.2f} | "
             f"{_signed(row['bleu_tokenized_delta'])} | {row['perplexity']:.2f} | "
             f"{_signed(row['perplexity_delta'])} | {WORDS[row['bleu_verdict']]} | "
-            f"{row['paper']} | {agrees} | {_minutes(row['minutes'])} |"
+            f"{row['paper']} | {agrees} | {_minutes(row['minutes'], row['resumed'])} |"
         )
     return "\n".join(lines) + "\n"
 
