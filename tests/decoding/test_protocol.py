@@ -29,6 +29,9 @@ WORDS = [token for token in range(VOCABULARY_SIZE) if token not in (PAD_ID, BOS_
 # Four "sources" of 3 or more tokens: with max_length=3 every sequence's limit is 3.
 SOURCES = np.array([[4, 5, 3, 0], [5, 4, 4, 3], [4, 4, 3, 0], [5, 5, 5, 3]], dtype="int32")
 MAX_LENGTH = 3
+# Three random models under TensorFlow; one on the other backends, which run the same
+# `keras.ops` searches (under JAX each model compiles its loops afresh).
+SEEDS = (0, 1, 2) if keras.backend.backend() == "tensorflow" else (0,)
 
 
 class LanguageModel(keras.Model):
@@ -142,7 +145,7 @@ def test_a_step_gives_the_full_forward_pass_log_probabilities(copies: int):
         np.testing.assert_allclose(to_numpy(log_probs), expected[:, index], atol=1e-5)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("use_cache", [True, False])
 def test_greedy_search_of_the_language_model_is_stepwise_argmax(seed: int, use_cache: bool):
     """Greedy search against a step-by-step argmax over full forward passes."""
@@ -158,7 +161,7 @@ def test_greedy_search_of_the_language_model_is_stepwise_argmax(seed: int, use_c
     assert float(to_numpy(scores)[0]) == pytest.approx(total, abs=1e-4)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
 def test_wide_beam_search_of_the_language_model_finds_the_best_sequence(seed: int, alpha: float):
     """With a beam as wide as every candidate (12 = 3 live hypotheses x 4 tokens), beam search

@@ -51,9 +51,12 @@ SIZE = dict(
 SOURCES = np.array([[5, 9, 3, 0, 0], [4, 8, 6, 7, 3], [10, 3, 0, 0, 0]], dtype="int32")
 SOURCE_LENGTHS = (SOURCES != PAD_ID).sum(axis=1)
 EXTRA_LENGTH = 4
-SEEDS = (0, 1, 2)
 # Seed 1 (untied output) ranks PAD first at the first step: the search must not emit it.
 PAD_LOVING_SEED = 1
+# Three random models under TensorFlow; the other backends run the same `keras.ops` code, so
+# they check it on the seed that ranks PAD first (under JAX each model compiles its loops
+# afresh: every seed costs seconds a test).
+SEEDS = (0, 1, 2) if keras.backend.backend() == "tensorflow" else (PAD_LOVING_SEED,)
 SEARCHES = ("greedy", "beam")
 
 
