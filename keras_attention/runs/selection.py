@@ -98,6 +98,7 @@ def select_weights(
     alpha: float = 0.6,
     max_source_length: int = 128,
     language: str = "de",
+    translator: Translator | None = None,
 ) -> Selection:
     """Scores the model's current weights (`"last"`) and every candidate on validation data,
     and leaves the model holding the winner's weights.
@@ -112,11 +113,24 @@ def select_weights(
         alpha: its length-penalty exponent.
         max_source_length: the longest source kept, in tokens.
         language: the target language (for the Moses-tokenized BLEU).
+        translator: a `Translator` of `model` with these search settings to use, whose
+            search is already traced (a run's greedy validation translator, when the final
+            search is greedy too); `None`: a new one.
 
     Returns:
         A `Selection`.
+
+    Raises:
+        ValueError: if `translator` is of another model or has other search settings.
     """
-    translator = Translator(model, tokenizer, beam_size, alpha, max_source_length)
+    settings = (beam_size, alpha if beam_size > 1 else None, max_source_length)
+    if translator is None:
+        translator = Translator(model, tokenizer, beam_size, alpha, max_source_length)
+    elif translator.model is not model or settings != _settings(translator):
+        raise ValueError(
+            f"the translator searches {_settings(translator)} (beam size, alpha, longest "
+            f"source) of {translator.model.name}; the selection needs {settings} of {model.name}"
+        )
 
     def translate(sentences):
         return translator.translate(sentences)
@@ -144,3 +158,10 @@ def select_weights(
         average_checkpoints(model, candidates[winner])
     files = [str(path) for path in candidates.get(winner, [])]
     return Selection(winner, files, validation)
+
+
+def _settings(translator: Translator) -> tuple:
+    """A translator's (beam size, alpha, longest source); alpha is `None` for greedy search,
+    which has no length penalty."""
+    beam = translator.beam_size
+    return beam, translator.alpha if beam > 1 else None, translator.max_source_length

@@ -307,6 +307,7 @@ def _select(
         alpha=config.alpha,
         max_source_length=config.max_length,
         language=moses_language(config.target_lang),
+        translator=_greedy_translator(config, validation_bleu),
     )
     logger.info("%s", final_weights_line(selection.name, selection.validation))
     record = {
@@ -321,6 +322,17 @@ def _select(
         record["training_seconds"] = validation_bleu.state["elapsed_s"]
     write_json_atomically(write_dir / "bleu.json", record)
     return selection
+
+
+def _greedy_translator(config: TrainConfig, validation_bleu: ValidationBleu | None):
+    """The validation callback's greedy translator, for a final search that is greedy too
+    (its search is not traced twice); `None` otherwise."""
+    if config.beam_size != 1 or validation_bleu is None:
+        return None
+    translator = validation_bleu.translator
+    if translator is None or translator.max_source_length != config.max_length:
+        return None
+    return translator
 
 
 def load_run(

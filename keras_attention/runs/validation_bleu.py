@@ -113,6 +113,12 @@ class ValidationBleu(keras.callbacks.Callback):
         self._started = None
         self._elapsed_before = 0.0
 
+    @property
+    def translator(self) -> Translator | None:
+        """The callback's `Translator` of the model (from the start of training; `None`
+        before): its search is traced at the first validation, and can be reused."""
+        return self._translator
+
     def _read_state(self) -> None:
         if self.state_path is not None and self.state_path.is_file():
             self.state = read_validation_state(self.state_path)  # names a corrupt file

@@ -134,6 +134,34 @@ def test_a_checkpoint_of_the_last_weights_is_not_translated_again(
     assert chosen.validation["best"] == chosen.validation["last"]
 
 
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow translation")
+def test_a_given_translator_is_used_without_tracing_again(tokenizer, tmp_path: Path):
+    from keras_attention.serving.translator import Translator
+
+    model = tiny_transformer(tokenizer.vocabulary_size)
+    paths = save_checkpoints(model, tmp_path, 2)
+    model.load_weights(paths[0])  # the last weights differ from both checkpoints
+    own = select_weights(model, tokenizer, {"average_last_2": paths}, SENTENCES, SENTENCES,
+                         beam_size=1)  # fmt: skip
+    model.load_weights(paths[0])
+    # A greedy translator's alpha is not a setting: it has no length penalty.
+    translator = Translator(model, tokenizer, beam_size=1, alpha=1.5, max_source_length=128)
+    translator.translate(SENTENCES[:1])
+    traced = translator._translate.experimental_get_tracing_count()
+    given = select_weights(model, tokenizer, {"average_last_2": paths}, SENTENCES, SENTENCES,
+                           beam_size=1, translator=translator)  # fmt: skip
+    assert translator._translate.experimental_get_tracing_count() == traced == 1
+    assert given == own
+    for other in (
+        Translator(model, tokenizer, beam_size=2),
+        Translator(model, tokenizer, beam_size=1, max_source_length=16),
+        Translator(tiny_transformer(tokenizer.vocabulary_size), tokenizer, beam_size=1),
+    ):
+        with pytest.raises(ValueError, match="the translator searches"):
+            select_weights(model, tokenizer, {}, SENTENCES, SENTENCES, beam_size=1,
+                           translator=other)  # fmt: skip
+
+
 def write_log(path: Path, rows: list[dict]) -> None:
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))

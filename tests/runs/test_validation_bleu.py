@@ -111,6 +111,7 @@ def test_every_n_epochs_and_the_last(setting, trained_model, tmp_path: Path):
     tokenizer, train, (sources, references) = setting
     model = trained_model
     callback = ValidationBleu(tokenizer, sources, references, every_epochs=2)
+    assert callback.translator is None  # made when training begins
     asked = scripted(callback, [1.0, 2.0, 3.0])
     log = tmp_path / "log.csv"
     model.fit(train, epochs=5, verbose=0, callbacks=[callback, keras.callbacks.CSVLogger(str(log))])
@@ -118,6 +119,24 @@ def test_every_n_epochs_and_the_last(setting, trained_model, tmp_path: Path):
     assert len(asked) == 3  # epochs 2, 4 and the last, 5
     assert math.isnan(values[0]) and math.isnan(values[2])
     assert (values[1], values[3], values[4]) == (1.0, 2.0, 3.0)
+    assert callback.translator.model is model and callback.translator.beam_size == 1
+
+
+def test_a_greedy_run_ends_with_the_callbacks_translator():
+    from types import SimpleNamespace
+
+    from keras_attention.runs.config import TrainConfig
+    from keras_attention.runs.train import _greedy_translator
+
+    translator = SimpleNamespace(max_source_length=32)
+    callback = SimpleNamespace(translator=translator)
+    greedy = TrainConfig(beam_size=1, max_length=32)
+    assert _greedy_translator(greedy, callback) is translator
+    # Another search, another longest source, no callback or one not yet started: a new one.
+    assert _greedy_translator(TrainConfig(beam_size=4, max_length=32), callback) is None
+    assert _greedy_translator(TrainConfig(beam_size=1, max_length=64), callback) is None
+    assert _greedy_translator(greedy, None) is None
+    assert _greedy_translator(greedy, SimpleNamespace(translator=None)) is None
 
 
 def test_a_resumed_run_keeps_its_best_and_its_clock(setting, trained_model, tmp_path: Path):
