@@ -123,13 +123,14 @@ def select_weights(
     Raises:
         ValueError: if `translator` is of another model or has other search settings.
     """
-    settings = (beam_size, alpha if beam_size > 1 else None, max_source_length)
+    settings = _search_settings(beam_size, alpha, max_source_length)
     if translator is None:
         translator = Translator(model, tokenizer, beam_size, alpha, max_source_length)
-    elif translator.model is not model or settings != _settings(translator):
+    given = _search_settings(translator.beam_size, translator.alpha, translator.max_source_length)
+    if translator.model is not model or given != settings:
         raise ValueError(
-            f"the translator searches {_settings(translator)} (beam size, alpha, longest "
-            f"source) of {translator.model.name}; the selection needs {settings} of {model.name}"
+            f"the translator searches {given} (beam size, alpha, longest source) of "
+            f"{translator.model.name}; the selection needs {settings} of {model.name}"
         )
 
     def translate(sentences):
@@ -160,8 +161,7 @@ def select_weights(
     return Selection(winner, files, validation)
 
 
-def _settings(translator: Translator) -> tuple:
-    """A translator's (beam size, alpha, longest source); alpha is `None` for greedy search,
-    which has no length penalty."""
-    beam = translator.beam_size
-    return beam, translator.alpha if beam > 1 else None, translator.max_source_length
+def _search_settings(beam_size: int, alpha: float, max_source_length: int) -> tuple:
+    """(beam size, alpha, longest source) as a search uses them: alpha is `None` for greedy
+    search, which has no length penalty."""
+    return beam_size, alpha if beam_size > 1 else None, max_source_length
