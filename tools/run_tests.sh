@@ -33,19 +33,20 @@ AGNOSTIC=(tests/core tests/layers tests/decoding tests/test_masks.py tests/model
 # the two processes share their compiled programs through a cache of this run only (measured
 # on the JAX phase, 2 cores: 476 CPU-s by default, 380 without LLVM optimisation, 362 with the
 # shared cache too; 406, 343 and 306 s of wall time). The JAX phase starts first, in the
-# background and niced (`nice -n 19`, its own process group): it takes the CPU time that the
-# phases in the foreground leave (their processes wait on subprocesses, start up and end one
-# at a time), then the whole machine once they are done; its output is printed after them.
-# Starved while they run, a JAX test may wait many minutes between its steps, so the phase's
-# limit a test is 30 minutes instead of setup.cfg's 10 (its --durations are wall times, the
-# wait included).
+# background, niced (`nice -n 19`, in a session of its own, which is niced too where the
+# kernel shares the CPU out by session: autogroup): it takes the CPU time that the phases in
+# the foreground leave (their processes wait on subprocesses, start up and end one at a
+# time), then the whole machine once they are done; its output is printed after them.
+# Starved meanwhile, a JAX test may wait minutes, so the phase limits a test to 30 minutes
+# instead of setup.cfg's 10 (its --durations are wall times, waits included).
+NICEST='echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 "$@"'
 jax_cache="$(mktemp -d)"
 jax_log="$(mktemp)"
 jax_begin=$SECONDS
 XLA_FLAGS="--xla_backend_optimization_level=0 ${XLA_FLAGS:-}" JAX_COMPILATION_CACHE_DIR="$jax_cache" \
   JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 \
-  KERAS_BACKEND=jax setsid -w nice -n 19 python -m pytest -q -n 2 --timeout=1800 --durations=10 \
-  "${AGNOSTIC[@]}" "$@" >"$jax_log" 2>&1 &
+  KERAS_BACKEND=jax setsid -w bash -c "$NICEST" jax python -m pytest -q -n 2 --timeout=1800 \
+  --durations=10 "${AGNOSTIC[@]}" "$@" >"$jax_log" 2>&1 &
 jax_pid=$!
 # A failing foreground phase ends the command: the JAX phase goes with it.
 trap 'kill -- -"$jax_pid" 2>/dev/null || true; rm -rf "$jax_cache" "$jax_log"' EXIT
