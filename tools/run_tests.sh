@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The test command: the whole suite under TensorFlow, the package's docstring examples as
 # doctests, then the backend-agnostic tests (core, layers, masks, the Transformer, a model.fit
-# and the searches) under PyTorch, and under JAX in the background from the start (niced:
-# below), then the documentation site. The TensorFlow suite
+# and the searches) under PyTorch and JAX, then the documentation site. The TensorFlow suite
 # runs in three processes (pytest-xdist), a test file per process at a time, so that a file's
 # module fixtures are built once: a third process keeps both cores busy while another waits
 # on a subprocess (measured on 2 cores: 17.4 min against 18.6 with two, fresh clones of one
@@ -25,31 +24,6 @@ timed() {  # timed NAME COMMAND...: runs the command, then prints how long it to
   printf '[run_tests] %s: %d:%02d (total %d:%02d)\n' "$name" $((seconds / 60)) $((seconds % 60)) \
     $((total / 60)) $((total % 60)) >&2
 }
-# The backend-agnostic tests, which the PyTorch and JAX phases run.
-AGNOSTIC=(tests/core tests/layers tests/decoding tests/test_masks.py tests/models/test_transformer.py
-  tests/models/test_deferred_collection.py tests/training/test_memorize.py)
-# JAX compiles every op and loop for every new shape, and the tests' tensors are tiny, so
-# compiling costs more than running: XLA's LLVM optimisation is off (its HLO passes stay) and
-# the two processes share their compiled programs through a cache of this run only (measured
-# on the JAX phase, 2 cores: 476 CPU-s by default, 380 without LLVM optimisation, 362 with the
-# shared cache too; 406, 343 and 306 s of wall time). The JAX phase starts first, in the
-# background, niced (`nice -n 19`, in a session of its own, which is niced too where the
-# kernel shares the CPU out by session: autogroup): it takes the CPU time that the phases in
-# the foreground leave (their processes wait on subprocesses, start up and end one at a
-# time), then the whole machine once they are done; its output is printed after them.
-# Starved meanwhile, a JAX test may wait minutes, so the phase limits a test to 30 minutes
-# instead of setup.cfg's 10 (its --durations are wall times, waits included).
-NICEST='echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 "$@"'
-jax_cache="$(mktemp -d)"
-jax_log="$(mktemp)"
-jax_begin=$SECONDS
-XLA_FLAGS="--xla_backend_optimization_level=0 ${XLA_FLAGS:-}" JAX_COMPILATION_CACHE_DIR="$jax_cache" \
-  JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 \
-  KERAS_BACKEND=jax setsid -w bash -c "$NICEST" jax python -m pytest -q -n 2 --timeout=1800 \
-  --durations=10 "${AGNOSTIC[@]}" "$@" >"$jax_log" 2>&1 &
-jax_pid=$!
-# A failing foreground phase ends the command: the JAX phase goes with it.
-trap 'kill -- -"$jax_pid" 2>/dev/null || true; rm -rf "$jax_cache" "$jax_log"' EXIT
 # The slowest tests are listed (--durations) so that the suite's time can be kept in check.
 KERAS_BACKEND=tensorflow timed "TensorFlow suite" python -m pytest -q -n 3 --dist loadfile \
   --no-loadscope-reorder --durations=20 tests "$@"
@@ -57,24 +31,24 @@ KERAS_BACKEND=tensorflow timed "TensorFlow suite" python -m pytest -q -n 3 --dis
 # in two processes (each trains the examples' tiny run once, about 10 s).
 KERAS_BACKEND=tensorflow timed "doctests" python -m pytest -q -n 2 --doctest-modules \
   keras_attention keras_attention_cli "$@"
+AGNOSTIC=(tests/core tests/layers tests/decoding tests/test_masks.py tests/models/test_transformer.py
+  tests/models/test_deferred_collection.py tests/training/test_memorize.py)
 # PyTorch's CPU kernels run on OpenMP threads, as many as cores in each process, which spin
 # while they wait: with two processes on two cores and tiny tensors, one thread each does
 # the same work with less than half the CPU time (measured side by side: 102 s and 184 CPU-s
 # by default, 42 s and 77 CPU-s with one thread). A given OMP_NUM_THREADS is kept.
 OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" KERAS_BACKEND=torch timed "PyTorch" python -m pytest -q \
   -n 2 "${AGNOSTIC[@]}" "$@"
-# The JAX phase: its output, its status and its time (since it started, beside the others).
-set +e
-wait "$jax_pid"
-jax_status=$?
-set -e
-cat "$jax_log"
-seconds=$((SECONDS - jax_begin)) total=$((SECONDS - start))
-printf '[run_tests] JAX (begun with the TensorFlow suite): %d:%02d (total %d:%02d)\n' \
-  $((seconds / 60)) $((seconds % 60)) $((total / 60)) $((total % 60)) >&2
-if [[ $jax_status -ne 0 ]]; then
-  exit "$jax_status"
-fi
+# JAX compiles every op and loop for every new shape, and the tests' tensors are tiny, so
+# compiling costs more than running: XLA's LLVM optimisation is off (its HLO passes stay) and
+# the two processes share their compiled programs through a cache of this run only (measured
+# on the JAX phase, 2 cores: 476 CPU-s by default, 380 without LLVM optimisation, 362 with the
+# shared cache too; 406, 343 and 306 s of wall time).
+jax_cache="$(mktemp -d)"
+XLA_FLAGS="--xla_backend_optimization_level=0 ${XLA_FLAGS:-}" JAX_COMPILATION_CACHE_DIR="$jax_cache" \
+  JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 \
+  KERAS_BACKEND=jax timed "JAX" python -m pytest -q -n 2 --durations=10 "${AGNOSTIC[@]}" "$@"
+rm -rf "$jax_cache"
 # The documentation site, strict: a broken link, anchor or API reference fails the command.
 site="$(mktemp -d)"
 NO_MKDOCS_2_WARNING=1 timed "documentation site" python -m mkdocs build --strict --quiet -d "$site"
