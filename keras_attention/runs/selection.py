@@ -123,15 +123,18 @@ def select_weights(
     Raises:
         ValueError: if `translator` is of another model or has other search settings.
     """
-    settings = _search_settings(beam_size, alpha, max_source_length)
     if translator is None:
         translator = Translator(model, tokenizer, beam_size, alpha, max_source_length)
-    given = _search_settings(translator.beam_size, translator.alpha, translator.max_source_length)
-    if translator.model is not model or given != settings:
-        raise ValueError(
-            f"the translator searches {given} (beam size, alpha, longest source) of "
-            f"{translator.model.name}; the selection needs {settings} of {model.name}"
+    else:
+        settings = _search_settings(beam_size, alpha, max_source_length)
+        given = _search_settings(
+            translator.beam_size, translator.alpha, translator.max_source_length
         )
+        if translator.model is not model or given != settings:
+            raise ValueError(
+                f"the translator searches {given} (beam size, alpha, longest source) of "
+                f"{translator.model.name}; the selection needs {settings} of {model.name}"
+            )
 
     def translate(sentences):
         return translator.translate(sentences)
