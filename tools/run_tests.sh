@@ -7,22 +7,32 @@
 # on a subprocess (measured on 2 cores: 17.4 min against 18.6 with two, fresh clones of one
 # day; 5% faster on a subset on another day). Each phase prints its time on stderr,
 # `[run_tests] ...`.
+# Every phase runs, whatever the others did: a failing phase does not hide the later ones'
+# results. The command ends with a summary of each phase's result and time, and fails (exit 1)
+# if any phase failed, naming them.
 # `--quick`: the quick subset, every test not marked `slow` (each module's fast tests) under
-# TensorFlow only, in about 3 minutes; for the edit-test loop, not instead of the whole command.
-set -euo pipefail
+# TensorFlow only; for the edit-test loop, not instead of the whole command.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${1:-}" == "--quick" ]]; then
   shift
   KERAS_BACKEND=tensorflow exec python -m pytest -q -n 2 --dist loadfile -m "not slow" tests "$@"
 fi
 start=$SECONDS
-timed() {  # timed NAME COMMAND...: runs the command, then prints how long it took
-  local name="$1" begin=$SECONDS
+summary=()
+failed=()
+timed() {  # timed NAME COMMAND...: runs the command, prints how long it took, records its result
+  local name="$1" begin=$SECONDS status=0
   shift
-  "$@"
-  local seconds=$((SECONDS - begin)) total=$((SECONDS - start))
-  printf '[run_tests] %s: %d:%02d (total %d:%02d)\n' "$name" $((seconds / 60)) $((seconds % 60)) \
-    $((total / 60)) $((total % 60)) >&2
+  "$@" || status=$?
+  local seconds=$((SECONDS - begin)) total=$((SECONDS - start)) result="passed"
+  if [[ $status != 0 ]]; then
+    result="FAILED (exit $status)"
+    failed+=("$name")
+  fi
+  summary+=("$(printf '%-20s %-16s %d:%02d' "$name" "$result" $((seconds / 60)) $((seconds % 60)))")
+  printf '[run_tests] %s: %s, %d:%02d (total %d:%02d)\n' "$name" "$result" $((seconds / 60)) \
+    $((seconds % 60)) $((total / 60)) $((total % 60)) >&2
 }
 # The slowest tests are listed (--durations) so that the suite's time can be kept in check.
 KERAS_BACKEND=tensorflow timed "TensorFlow suite" python -m pytest -q -n 3 --dist loadfile \
@@ -49,7 +59,25 @@ XLA_FLAGS="--xla_backend_optimization_level=0 ${XLA_FLAGS:-}" JAX_COMPILATION_CA
   JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 \
   KERAS_BACKEND=jax timed "JAX" python -m pytest -q -n 2 --durations=10 "${AGNOSTIC[@]}" "$@"
 rm -rf "$jax_cache"
-# The documentation site, strict: a broken link, anchor or API reference fails the command.
-site="$(mktemp -d)"
-NO_MKDOCS_2_WARNING=1 timed "documentation site" python -m mkdocs build --strict --quiet -d "$site"
-rm -rf "$site"
+# The documentation site, strict: a broken link, anchor or API reference, or a docstring that
+# griffe warns about, fails the command. Not `--quiet`: it drops warnings before strict mode
+# counts them, so nothing could fail; MkDocs's INFO lines are left out of the output instead.
+docs_site() {
+  local site
+  site="$(mktemp -d)"
+  NO_MKDOCS_2_WARNING=1 python -m mkdocs build --strict -d "$site" 2>&1 | grep -v '^INFO '
+  local status=${PIPESTATUS[0]}
+  rm -rf "$site"
+  return "$status"
+}
+timed "documentation site" docs_site
+echo "[run_tests] summary:" >&2
+printf '[run_tests]   %s\n' "${summary[@]}" >&2
+total=$((SECONDS - start))
+if [[ ${#failed[@]} -gt 0 ]]; then
+  names="${failed[0]}"
+  for name in "${failed[@]:1}"; do names+=", $name"; done
+  printf '[run_tests] FAILED phases: %s (total %d:%02d)\n' "$names" $((total / 60)) $((total % 60)) >&2
+  exit 1
+fi
+printf '[run_tests] every phase passed (total %d:%02d)\n' $((total / 60)) $((total % 60)) >&2
