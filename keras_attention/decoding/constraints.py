@@ -53,7 +53,10 @@ def start_search(
         model: a `DecodingModel` (`decoding.protocol`).
         source_ids: int `(batch, S)` source ids ending with EOS, padded with 0.
         copies: hypotheses per sentence (1 for greedy search, the beam size for beam search).
-        max_length, extra_length, use_cache: the search's arguments.
+        max_length: optional cap on the generated length (EOS included).
+        extra_length: a sentence may generate up to `source length + extra_length` tokens.
+        use_cache: decode one token a step with key/value caches (the search's argument,
+            passed to `start_decoding`).
 
     Returns:
         `(batch, limits, length, state)`: the number of sentences, each sentence's limit

@@ -2,10 +2,12 @@
 and the chief's role.
 
 Every worker runs the same program with its own `TF_CONFIG`, for example on the second of two
-hosts:
+hosts (`index` 1 of the `worker` job):
 
-    TF_CONFIG='{"cluster": {"worker": ["host1:12345", "host2:12345"]},
-                "task": {"type": "worker", "index": 1}}'
+```bash
+TF_CONFIG='{"cluster": {"worker": ["host1:12345", "host2:12345"]},
+            "task": {"type": "worker", "index": 1}}'
+```
 
 The first worker (or the `chief` task when the cluster names one) is the chief: it writes the
 run's files; the other workers write theirs to temporary folders.
