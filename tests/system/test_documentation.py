@@ -1,9 +1,12 @@
 """The documentation site is whole: every public module of the package (and of the tools'
-`keras_attention_cli`) has its `::: module` line in `docs/api/`, every page of `docs/` is in
-the navigation of `mkdocs.yml`, and the README links only to pages that exist. The build
+`keras_attention_cli`) has its `::: module` line in `docs/api/`, the modules whose names a
+package's `__init__` exports come first on their page and never under its `## Internals`
+heading, every page of `docs/` is in the navigation of `mkdocs.yml`, and the README links only
+to pages that exist. The build
 itself (`mkdocs build --strict`, broken links and references fail it) is the last line of
 `tools/run_tests.sh`."""
 
+import ast
 import re
 from pathlib import Path
 
@@ -12,6 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PACKAGES = ("keras_attention", "keras_attention_cli")
+INTERNALS = re.compile(r"^## Internals\s*$", re.MULTILINE)
+ENTRY = re.compile(r"^:::\s+([\w.]+)\s*$", re.MULTILINE)
 
 
 def public_modules(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> set[str]:
@@ -32,8 +37,66 @@ def documented_modules(docs: Path = DOCS) -> set[str]:
     """The objects named by the `::: name` lines of the API pages."""
     names = set()
     for page in (docs / "api").glob("*.md"):
-        names |= set(re.findall(r"^:::\s+([\w.]+)\s*$", page.read_text("utf-8"), re.MULTILINE))
+        names |= set(ENTRY.findall(page.read_text("utf-8")))
     return names
+
+
+def exported_modules(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> set[str]:
+    """The modules whose names a package's `__init__` exports (has in its `__all__`): a
+    module it imports such a name from (`from pkg.module import Name`), one it imports as such
+    a name (`from pkg import module`), and one that its `lazy_names(__name__, module=[...])`
+    call names. Read from the source, without importing anything."""
+    modules = set()
+    for package in packages:
+        for init in (root / package).rglob("__init__.py"):
+            name = ".".join(init.parent.relative_to(root).parts)
+            tree = ast.parse(init.read_text("utf-8"))
+            exported = set()
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.List):
+                    targets = [t for n in node.targets for t in getattr(n, "elts", [n])]
+                    if any(getattr(t, "id", None) == "__all__" for t in targets):
+                        exported |= {
+                            e.value for e in node.value.elts if isinstance(e, ast.Constant)
+                        }
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_names":
+                    modules |= {f"{name}.{keyword.arg}" for keyword in node.keywords}
+                    for keyword in node.keywords:
+                        exported |= {e.value for e in keyword.value.elts}
+            for node in tree.body:
+                if not (isinstance(node, ast.ImportFrom) and node.module):
+                    continue
+                for alias in node.names:
+                    if (alias.asname or alias.name) not in exported:
+                        continue
+                    submodule = root.joinpath(*node.module.split("."), alias.name)
+                    is_module = submodule.is_dir() or submodule.with_suffix(".py").is_file()
+                    modules.add(f"{node.module}.{alias.name}" if is_module else node.module)
+    return modules
+
+
+def api_sections(page_text: str) -> tuple[list[str], list[str]]:
+    """The `::: name` entries of an API page before its `## Internals` heading, and after."""
+    parts = INTERNALS.split(page_text, maxsplit=1)
+    return ENTRY.findall(parts[0]), (ENTRY.findall(parts[1]) if len(parts) > 1 else [])
+
+
+def ordering_problems(public: list[str], internal: list[str], exported: set[str]) -> list[str]:
+    """What is out of place on an API page whose entries are `public` (before `## Internals`,
+    the package's own entry first) and `internal` (after it): an exported module listed after
+    a module that is not exported, or under `## Internals`."""
+    problems = [
+        f"{name} is exported but under ## Internals" for name in internal if name in exported
+    ]
+    others = [name for name in public[1:] if name not in exported]
+    if others:
+        first_other = public.index(others[0])
+        problems += [
+            f"{name} is exported but comes after {others[0]}, which is not"
+            for name in public[first_other:]
+            if name in exported
+        ]
+    return problems
 
 
 def nav_pages(config_text: str) -> set[str]:
@@ -74,6 +137,65 @@ def test_the_module_walk_finds_a_new_module_and_skips_private_ones(tmp_path):
     (tmp_path / "api").mkdir()
     (tmp_path / "api" / "x.md").write_text("# x\n\n::: pkg\n\n::: pkg.sub\n")
     assert public_modules(tmp_path, ("pkg",)) - documented_modules(tmp_path) == {"pkg.sub.new"}
+
+
+def test_exported_modules_come_first_and_internal_ones_last():
+    exported = exported_modules()
+    assert {
+        "keras_attention.layers.multi_head_attention",  # from .module import Name
+        "keras_attention.data.tokenizer",  # lazy_names(tokenizer=[...])
+        "keras_attention.core.special_tokens",  # re-exported by keras_attention.data
+        "keras_attention.masks",  # from keras_attention import masks
+        "keras_attention.distribute.multi_worker",  # exported by training and distribute
+    } <= exported
+    assert (
+        not {
+            "keras_attention",
+            "keras_attention.layers.initializers",
+            "keras_attention.core.lazy_names",  # imported by data's __init__, not exported
+        }
+        & exported
+    )
+    internal = {}
+    for page in (DOCS / "api").glob("*.md"):
+        public, internal[page.name] = api_sections(page.read_text("utf-8"))
+        problems = ordering_problems(public, internal[page.name], exported)
+        assert problems == [], f"docs/api/{page.name}: {problems}"
+    assert "keras_attention.layers.block_arguments" in internal["layers.md"]
+    assert "keras_attention.core.checks" in internal["core.md"]
+
+
+def test_the_order_check_finds_an_exported_module_out_of_place():
+    exported = {"pkg.a", "pkg.b"}
+    assert ordering_problems(["pkg", "pkg.a", "pkg.b", "pkg.c"], ["pkg.d"], exported) == []
+    assert ordering_problems(["pkg", "pkg.a", "pkg.c", "pkg.b"], [], exported) == [
+        "pkg.b is exported but comes after pkg.c, which is not"
+    ]
+    assert ordering_problems(["pkg", "pkg.a"], ["pkg.c", "pkg.b"], exported) == [
+        "pkg.b is exported but under ## Internals"
+    ]
+    page = "# x\n\n::: pkg\n\n::: pkg.a\n\n## Internals\n\nText.\n\n::: pkg.c\n    options:\n"
+    assert api_sections(page) == (["pkg", "pkg.a"], ["pkg.c"])
+    assert api_sections("::: pkg\n") == (["pkg"], [])
+
+
+def test_the_export_reader_reads_imports_all_and_lazy_names(tmp_path):
+    files = {
+        "pkg/__init__.py": (
+            "from pkg.sub import exported_sub\nfrom pkg.helper import helper\n"
+            "from pkg import mod\n__all__ = ['exported_sub', 'mod']\n"
+        ),
+        "pkg/mod.py": "",
+        "pkg/sub/__init__.py": "",
+        "pkg/helper.py": "",
+        "pkg/lazy/__init__.py": "from x import lazy_names\n"
+        "__getattr__, __dir__, __all__ = lazy_names(__name__, one=['A'])\n",
+        "pkg/lazy/one.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert exported_modules(tmp_path, ("pkg",)) == {"pkg.sub", "pkg.mod", "pkg.lazy.one"}
 
 
 def test_every_page_is_in_the_navigation():
