@@ -17,6 +17,33 @@ SCORE_LABELS = {
 }
 
 
+def count_text(count: int, unit: str, thousands: bool = True) -> str:
+    """`count` with `unit`, singular for one, plural (`unit` + "s") otherwise; the count's
+    thousands separated by commas unless `thousands` is false (for a setting written as the
+    option takes it).
+
+    Example:
+
+    >>> count_text(1, "epoch"), count_text(0, "epoch"), count_text(20000, "pair")
+    ('1 epoch', '0 epochs', '20,000 pairs')
+    >>> count_text(4000, "subword", thousands=False)
+    '4000 subwords'
+    """
+    shown = f"{count:,}" if thousands else str(count)
+    return f"{shown} {unit}" if count == 1 else f"{shown} {unit}s"
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """`value` rounded to `digits` significant digits, as Python writes that float.
+
+    Example:
+
+    >>> significant(0.510820), significant(2.5), significant(1.0), significant(0.000123456)
+    ('0.511', '2.5', '1.0', '0.000123')
+    """
+    return str(float(f"{float(value):.{digits}g}"))
+
+
 def scores_text(scores: Mapping[str, float | None]) -> str:
     """Scores as `BLEU 91.75, chrF 95.10, ...` (the known scores first, `n/a` for a missing
     value).
@@ -91,9 +118,9 @@ def config_line(config: Mapping[str, object]) -> str:
     if config.get("preset") is not None:
         parts.append(f"preset {config['preset']}")
     if config.get("train_steps"):
-        parts.append(f"{config['train_steps']} steps")
+        parts.append(count_text(config["train_steps"], "step", thousands=False))
     elif config.get("epochs") is not None:
-        parts.append(f"{config['epochs']} epochs")
+        parts.append(count_text(config["epochs"], "epoch"))
     labels = (("max_tokens", "{} tokens a batch"), ("vocabulary_size", "vocabulary {}"),
               ("beam_size", "beam {}"), ("alpha", "alpha {}"))  # fmt: skip
     parts += [label.format(config[key]) for key, label in labels if config.get(key) is not None]

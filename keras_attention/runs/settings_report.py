@@ -1,34 +1,118 @@
 """The settings a run chose, one short line each, for the start of a run: what the corpus is,
-which recipe its size picked, and for each main setting whether it was given or the recipe's.
+where its validation and test splits come from, which recipe its size picked, and for each
+main setting where its value came from: given, the recipe's, the recipe's for this corpus or
+this machine, or derived from a given `--epochs` or `--train-steps`.
 """
 
-from keras_attention.runs.recipes import RECIPES
+from keras_attention.runs.recipes import RECIPES, for_this_machine, recipe_settings
+from keras_attention.runs.report_lines import count_text, significant
 
-# The settings shown, with how to show a value.
+# The settings shown: name, label, and the unit of a count (`None`: the value as it is).
 _SHOWN = (
-    ("preset", "preset", "{}"),
-    ("vocabulary_size", "vocabulary", "{} subwords"),
-    ("max_tokens", "batch", "{} tokens"),
-    ("epochs", "epochs", "{}"),
-    ("train_steps", "steps", "{}"),
-    ("warmup_steps", "warm-up", "{} updates"),
-    ("cooldown_epochs", "cool-down", "{} epochs"),
-    ("learning_rate_scale", "learning-rate scale", "{}"),
-    ("mixed_precision", "precision", "{}"),
-    ("lowercase", "lowercase", "{}"),
-    ("beam_size", "beam", "{}"),
-    ("alpha", "length penalty", "{}"),
+    ("preset", "preset", None),
+    ("vocabulary_size", "vocabulary", "subword"),
+    ("max_tokens", "batch", "token"),
+    ("epochs", "epochs", None),
+    ("train_steps", "steps", None),
+    ("warmup_steps", "warm-up", "update"),
+    ("cooldown_epochs", "cool-down", "epoch"),
+    ("learning_rate_scale", "learning-rate scale", None),
+    ("mixed_precision", "precision", None),
+    ("lowercase", "lowercase", None),
+    ("beam_size", "beam", None),
+    ("alpha", "length penalty", None),
 )
-_SCHEDULE_FOLLOWERS = ("warmup_steps", "cooldown_epochs", "validation_bleu_every", "average")
+# The shown settings that a given `epochs` or `train_steps` scales (`follow_schedule`).
+_SCHEDULE_FOLLOWERS = ("warmup_steps", "cooldown_epochs", "learning_rate_scale")
+# Where a named corpus's own validation and test splits come from.
+_OWN_SPLITS = {
+    "generated": "the generated corpus's own split",
+    "multi30k": "Multi30k's own split",
+    "shards": "the {} files in the corpus folder",
+}
 
 
-def _origin(name: str, given, config) -> str:
+def _shown(name: str, value, unit: str | None) -> str:
+    """A setting's value as the line shows it."""
+    if name == "learning_rate_scale":
+        return significant(value)
+    return str(value) if unit is None else count_text(value, unit, thousands=False)
+
+
+def split_origin(split: str, given, config, run_corpus) -> str:
+    """Where a run's validation (`split="val"`) or test (`"test"`) split comes from.
+
+    Args:
+        split: `"val"` or `"test"`.
+        given: the `TrainConfig` as given (unset settings `None`).
+        config: the same, resolved.
+        run_corpus: its `RunCorpus`.
+
+    Returns:
+        `"held out of the training pairs"`, `"given"` (files of `--valid` or `--test`), or
+        the named corpus's own split.
+    """
+    if split in run_corpus.held_out:
+        return "held out of the training pairs"
+    if getattr(given, "valid" if split == "val" else "test") is not None:
+        return "given"
+    own = _OWN_SPLITS.get(config.dataset, f"the {config.dataset} corpus's own split")
+    return own.format("val.*" if split == "val" else "test.*")
+
+
+def _length(given) -> tuple[str, int, str] | None:
+    """The given length of the schedule as (option, value, setting); `None` if none was
+    given."""
+    if given.train_steps is not None:
+        return "--train-steps", given.train_steps, "train_steps"
+    if given.epochs is not None:
+        return "--epochs", given.epochs, "epochs"
+    return None
+
+
+def setting_origin(name: str, given, config, stats=None) -> str:
+    """Where the resolved value of setting `name` came from, in words.
+
+    Args:
+        name: a `TrainConfig` field that the recipes set.
+        given: the `TrainConfig` as given (unset settings `None`).
+        config: the same, resolved.
+        stats: the corpus's `CorpusStats`, which some recipe settings follow (`None`: the
+            recipe's own values).
+
+    Returns:
+        `"given"`; `"derived from --epochs N: ..."` (or `--train-steps`) for a setting that
+        follows the schedule's length; `"recipe"`, `"recipe, for the corpus's ..."` where
+        the recipe's value follows the corpus's size; for the precision, what replaced the
+        recipe's; else `"recipe"`.
+    """
     if getattr(given, name, None) is not None:
         return "given"
-    recipe = RECIPES[config.recipe]
-    length_given = given.epochs is not None or given.train_steps is not None
-    if name in _SCHEDULE_FOLLOWERS and length_given and recipe.get(name) != getattr(config, name):
-        return "follows the schedule's length"
+    value = getattr(config, name)
+    recipe = recipe_settings(config.recipe, stats)
+    base = RECIPES[config.recipe].get(name)
+    length = _length(given)
+    if name in _SCHEDULE_FOLLOWERS and length is not None and value != recipe.get(name):
+        option, count, field = length
+        scale = f"{count}/{recipe.get(field)}"
+        if name == "learning_rate_scale":
+            return (
+                f"derived from {option} {count} with the warm-up: the recipe's "
+                f"{significant(recipe[name])}, scaled to keep its peak learning rate"
+            )
+        return f"derived from {option} {count}: the recipe's {recipe[name]} scaled by {scale}"
+    if name == "mixed_precision":
+        here = for_this_machine(recipe)[name]
+        if value != here:  # a resumed run keeps the precision it started with
+            return "kept from the run's start"
+        if here != recipe[name]:
+            return f"the recipe's {recipe[name]} is slow on this machine"
+        return "recipe"
+    if stats is not None and recipe.get(name) != base and value == recipe.get(name):
+        if name == "vocabulary_size":
+            return f"recipe, for the corpus's {stats.words:,} distinct words"
+        if name == "epochs":
+            return f"recipe, for the corpus's {count_text(stats.pairs, 'training pair')}"
     return "recipe"
 
 
@@ -44,24 +128,25 @@ def settings_lines(given, config, run_corpus) -> list[str]:
     languages = f"{config.source_lang or '?'} -> {config.target_lang or '?'}"
     streamed = ", streamed" if stats.streamed else ""
     lines = [
-        f"corpus: {stats.pairs:,} training pairs, {stats.words:,} distinct words, "
-        f"{languages}{streamed}"
+        f"corpus: {count_text(stats.pairs, 'training pair')}, "
+        f"{count_text(stats.words, 'distinct word')}, {languages}{streamed}"
     ]
     for split in ("val", "test"):
         count = len(run_corpus.corpus[split][0])
         name = "validation split" if split == "val" else "test split"
-        how = "held out of the training pairs" if split in run_corpus.held_out else "given"
-        lines.append(f"{name}: {count:,} pairs, {how}")
+        how = split_origin(split, given, config, run_corpus)
+        lines.append(f"{name}: {count_text(count, 'pair')}, {how}")
     if run_corpus.removed:
         lines.append(
-            f"removed from training: {run_corpus.removed:,} pairs whose source is a "
-            "validation or test source"
+            f"removed from training: {count_text(run_corpus.removed, 'pair')} whose source is "
+            "a validation or test source"
         )
     recipe_origin = "given" if given.recipe is not None else "chosen by the corpus's size"
     lines.append(f"recipe: {config.recipe} ({recipe_origin})")
-    for name, label, shown in _SHOWN:
+    for name, label, unit in _SHOWN:
         value = getattr(config, name)
         if value is None or (name == "epochs" and config.train_steps is not None):
             continue
-        lines.append(f"{label}: {shown.format(value)} ({_origin(name, given, config)})")
+        origin = setting_origin(name, given, config, stats)
+        lines.append(f"{label}: {_shown(name, value, unit)} ({origin})")
     return lines
