@@ -101,7 +101,9 @@ def select_weights(
     translator: Translator | None = None,
 ) -> Selection:
     """Scores the model's current weights (`"last"`) and every candidate on validation data,
-    and leaves the model holding the winner's weights.
+    and leaves the model holding the winner's weights. Each candidate's scores are logged at
+    DEBUG level only: they are in the `Selection` returned, which a caller reports once
+    (`tools/train.py` prints them in its summary).
 
     Args:
         model: the trained model; its current weights are the `"last"` candidate.
@@ -147,14 +149,15 @@ def select_weights(
 
     last_weights = model.get_weights()
     validation = {"last": validate("last")}
-    logger.info("%s", validation_line("last", validation["last"]))
+    # DEBUG: the run's summary prints them (`Selection.validation`), once.
+    logger.debug("%s", validation_line("last", validation["last"]))
     for name, paths in candidates.items():
         average_checkpoints(model, paths)
         # The best epoch is often the last: the same weights are not translated again.
         held = model.get_weights()
         same = all(np.array_equal(a, b) for a, b in zip(held, last_weights, strict=True))
         validation[name] = dict(validation["last"]) if same else validate(name)
-        logger.info("%s", validation_line(name, validation[name]))
+        logger.debug("%s", validation_line(name, validation[name]))
     winner = max(validation, key=lambda name: (validation[name]["bleu"], validation[name]["chrf"]))
     if winner == "last":
         model.set_weights(last_weights)

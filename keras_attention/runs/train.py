@@ -309,7 +309,8 @@ def _select(
         language=moses_language(config.target_lang),
         translator=_greedy_translator(config, validation_bleu),
     )
-    logger.info("%s", final_weights_line(selection.name, selection.validation))
+    # DEBUG: the tool's summary names the weights chosen, with their scores, once.
+    logger.debug("%s", final_weights_line(selection.name, selection.validation))
     record = {
         "model": selection.name,
         "checkpoints": selection.checkpoints,

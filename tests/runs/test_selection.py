@@ -1,6 +1,7 @@
 """The end-of-run choice of weights on validation data, and the learning-curve figure."""
 
 import csv
+import logging
 import math
 from pathlib import Path
 
@@ -62,7 +63,7 @@ def save_checkpoints(model: keras.Model, folder: Path, count: int) -> list[Path]
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow translation")
-def test_the_best_validation_candidate_is_kept(tokenizer, tmp_path: Path, monkeypatch):
+def test_the_best_validation_candidate_is_kept(tokenizer, tmp_path: Path, monkeypatch, caplog):
     model = tiny_transformer(tokenizer.vocabulary_size)
     paths = save_checkpoints(model, tmp_path, 4)
     last = [w.copy() for w in model.get_weights()]
@@ -81,7 +82,10 @@ def test_the_best_validation_candidate_is_kept(tokenizer, tmp_path: Path, monkey
     model.set_weights(last)
     monkeypatch.setattr(selection_module, "score", weight_score)
     candidates = {"best": [paths[1]], "average_last_2": paths[2:], "average_last_4": paths}
-    chosen = select_weights(model, tokenizer, candidates, SENTENCES, SENTENCES, beam_size=2)
+    with caplog.at_level("INFO", logger=selection_module.logger.name):
+        chosen = select_weights(model, tokenizer, candidates, SENTENCES, SENTENCES, beam_size=2)
+    # The scores are the caller's to report (tools/train.py's summary), not logged as well.
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] == []
     assert chosen.name == "average_last_2"
     assert chosen.checkpoints == [str(p) for p in paths[2:]]
     assert set(chosen.validation) == {"last", "best", "average_last_2", "average_last_4"}

@@ -103,6 +103,12 @@ def test_a_run_writes_every_file_over_another_run_with_overwrite(tmp_path: Path)
     assert set(bleu["test"]) == {"bleu", "chrf", "bleu_lowercase", "bleu_tokenized"}
     assert bleu["exported"].endswith("export/1")
     assert "final weights, chosen on the validation split:" in done.stdout
+    # The validation scores are printed once, in the summary (not logged as well).
+    printed = (done.stdout + done.stderr).splitlines()
+    assert sum("validation (last weights):" in line for line in printed) == 1, printed[-30:]
+    # The header says where each value came from: the generated corpus has its own splits.
+    assert "validation split: 500 pairs, the generated corpus's own split" in done.stdout
+    assert "cool-down: 1 epoch (given)" in done.stdout
     assert any((tmp_path / "logs").rglob("events.out.tfevents.*"))
     assert not (tmp_path / "backup").exists()
     assert json.loads((tmp_path / "config.json").read_text())["epochs"] == 2
