@@ -22,12 +22,16 @@ model.keras yet: without --model-file or --checkpoint the last epoch checkpoint 
 instead. The first line printed names the model scored. --output (the translations) is
 checked before any work; errors are one line, `error: ...`, naming the argument or file, with
 exit status 2. At a terminal, the translation's progress is shown on stderr.
+
+The lines printed are for people; --json adds a last line for programs, the scores as one
+JSON object (`{"bleu": ..., "chrf": ..., "bleu_lc": ...}`, unrounded).
 """
 
 import argparse
 import contextlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from keras_attention_cli.arguments import (
     ArgumentParser,
@@ -39,6 +43,9 @@ from keras_attention_cli.arguments import (
 from keras_attention_cli.errors import fail, run_command, user_errors
 from keras_attention_cli.files import check_output_file, read_input_lines
 from keras_attention_cli.old_spellings import add_old_spellings
+
+if TYPE_CHECKING:
+    from keras_attention.evaluation import Scores
 
 # What --run-dir alone decides; a SavedModel has its own model and beam search.
 RUN_ONLY = ("model_file", "checkpoint", "beam_size", "alpha")
@@ -126,6 +133,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add_search_arguments(parser)
     parser.add_argument("--batch-size", type=int_at_least(1), default=64, help="sentences per call")
     parser.add_argument("--output", default=None, help="write the translations to this file")
+    parser.add_argument(
+        "--json", action="store_true", help="for programs: end with the scores as one JSON "
+        'line, {"bleu": ..., "chrf": ..., "bleu_lc": ...} (full precision)',
+    )  # fmt: skip
     add_old_spellings(parser, "evaluate", {"--output": "output"})
     args = parser.parse_args(argv)
     resolve_model_argument(parser, args)
@@ -267,7 +278,13 @@ def run(argv: list[str] | None = None) -> None:
             write_hypotheses(args.output, hypotheses)
     scores = score(hypotheses, references, moses_language(language or "de"))
     print(scores.summary())
-    print(json.dumps({"bleu": scores.bleu, "chrf": scores.chrf, "bleu_lc": scores.bleu_lowercase}))
+    if args.json:
+        print(json_line(scores))
+
+
+def json_line(scores: "Scores") -> str:
+    """The scores as `--json` prints them: one JSON object, unrounded."""
+    return json.dumps({"bleu": scores.bleu, "chrf": scores.chrf, "bleu_lc": scores.bleu_lowercase})
 
 
 def main(argv: list[str] | None = None) -> int:

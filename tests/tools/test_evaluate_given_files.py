@@ -31,7 +31,8 @@ def test_given_files_are_translated_and_scored(run: TinyRun, corpus, tmp_path: P
     source, reference = corpus
     output = tmp_path / "hypotheses.txt"
     status = evaluate.main(["--run-dir", str(run.path), "--source", str(source),
-                            "--reference", str(reference), "--output", str(output)])  # fmt: skip
+                            "--reference", str(reference), "--output", str(output),
+                            "--json"])  # fmt: skip
     assert status == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("model: ")
@@ -39,6 +40,7 @@ def test_given_files_are_translated_and_scored(run: TinyRun, corpus, tmp_path: P
     assert re.fullmatch(r"BLEU \d+\.\d\d  \(.*case:mixed.*tok:13a.*\)", lines[2])
     assert re.fullmatch(r"chrF \d+\.\d\d  \(.*\)", lines[3])
     assert lines[5].startswith("BLEU (lowercased, Moses-tokenized) ")
+    assert len(lines) == 7  # the scores as JSON (--json) after the readable lines
     values = json.loads(lines[-1])
     hypotheses = output.read_text(encoding="utf-8").split("\n")[:-1]
     references = reference.read_text(encoding="utf-8").split("\n")[:-1]

@@ -89,10 +89,13 @@ def checkpoint_weights(run_dir: Path, epoch: int) -> list[np.ndarray]:
     return model.get_weights()
 
 
-def check_evaluation_output(stdout: str, hypotheses_file: Path, count: int, seed: int) -> None:
-    """The model scored, score lines with signatures, then JSON equal to sacreBLEU of the
-    hypotheses written against the first `count` references of the generated test split of
-    `seed`."""
+def check_evaluation_output(
+    stdout: str, hypotheses_file: Path, count: int, seed: int, as_json: bool = False
+) -> None:
+    """The model scored, score lines with signatures equal to sacreBLEU of the hypotheses
+    written against the first `count` references of the generated test split of `seed`,
+    then, with `as_json` (`--json`), the unrounded scores as a last JSON line; without it,
+    readable lines only."""
     lines = output_lines(stdout)
     assert lines[0].startswith("model: ")
     lines = lines[1:]
@@ -100,16 +103,22 @@ def check_evaluation_output(stdout: str, hypotheses_file: Path, count: int, seed
     assert re.fullmatch(r"BLEU \d+\.\d\d  \(.*case:mixed.*tok:13a.*\)", lines[1])
     assert re.fullmatch(r"chrF \d+\.\d\d  \(.*case:mixed.*\)", lines[2])
     assert re.fullmatch(r"BLEU \(lowercased\) \d+\.\d\d  \(.*case:lc.*tok:13a.*\)", lines[3])
-    values = json.loads(lines[-1])  # the last line, after every score line
-    assert set(values) == {"bleu", "chrf", "bleu_lc"}
-    assert all(0.0 <= value <= 100.0 for value in values.values())
+    assert lines[4].startswith("BLEU (lowercased, Moses-tokenized) ")
     hypotheses = output_lines(hypotheses_file.read_text(encoding="utf-8"))
     assert len(hypotheses) == count
     references = load_corpus("generated", seed=seed, train_pairs=0)["test"][1][:count]
-    expected = sacrebleu.corpus_chrf(hypotheses, [references]).score
-    assert values["chrf"] == pytest.approx(expected, abs=1e-9)
-    expected = sacrebleu.corpus_bleu(hypotheses, [references], tokenize="13a").score
-    assert values["bleu"] == pytest.approx(expected, abs=1e-9)
+    chrf = sacrebleu.corpus_chrf(hypotheses, [references]).score
+    bleu = sacrebleu.corpus_bleu(hypotheses, [references], tokenize="13a").score
+    assert lines[1].startswith(f"BLEU {bleu:.2f}  ") and lines[2].startswith(f"chrF {chrf:.2f}  ")
+    if not as_json:
+        assert len(lines) == 5, lines  # no line for programs after the score lines
+        return
+    assert len(lines) == 6, lines
+    values = json.loads(lines[-1])  # the last line, after every score line
+    assert set(values) == {"bleu", "chrf", "bleu_lc"}
+    assert all(0.0 <= value <= 100.0 for value in values.values())
+    assert values["chrf"] == pytest.approx(chrf, abs=1e-9)
+    assert values["bleu"] == pytest.approx(bleu, abs=1e-9)
 
 
 @pytest.fixture(scope="module")
@@ -218,8 +227,8 @@ def test_evaluate_a_run_on_its_own_whole_test_split(run_dir: Path, tmp_path: Pat
 def test_evaluate_a_saved_model_on_part_of_the_test_split(saved_model: Path, tmp_path: Path):
     hypotheses = tmp_path / "hypotheses.txt"
     stdout = run_ok("evaluate", "--model", saved_model, "--limit", "20",
-                    "--output", hypotheses)  # fmt: skip
-    check_evaluation_output(stdout, hypotheses, 20, seed=0)
+                    "--output", hypotheses, "--json")  # fmt: skip
+    check_evaluation_output(stdout, hypotheses, 20, seed=0, as_json=True)
 
 
 @pytest.mark.parametrize(
