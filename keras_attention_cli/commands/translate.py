@@ -17,6 +17,8 @@ version folder, told apart by their files. With a run, the beam width and length
 default to the run's (config.json; 4 and 0.6 for older runs); with a preset folder, to its
 metadata.json's. Errors are one line, `error: ...`, naming the argument or file (and line),
 with exit status 2; input files are checked before the model loads, their text as it is read.
+Reading a terminal, the tool says on stderr when the model has loaded and it is ready for
+sentences (`ready: ...`); it says nothing when its input is a file or a pipe.
 """
 
 import argparse
@@ -80,6 +82,28 @@ def check_stdout(args: argparse.Namespace) -> None:
             check_not_an_input(args.output, "--output", [*inputs, args.run_dir, args.model])
 
 
+READY_LINE = "ready: type a sentence per line, Ctrl-D to end"
+
+
+def ready_line(names: list[str], stdin: TextIO) -> str | None:
+    """The line that tells a person typing at a terminal that the model has loaded (which
+    takes a while) and the tool reads their sentences: `READY_LINE` when `names` read stdin
+    and `stdin` is a terminal; `None` for files, pipes and redirected input, whose output
+    stays the translations alone.
+
+    Args:
+        names: the input files; `"-"` is stdin.
+        stdin: the standard input.
+    """
+    if STDIN not in names:
+        return None
+    try:
+        at_a_terminal = stdin.isatty()
+    except (AttributeError, ValueError):  # no stream, or a closed one
+        return None
+    return READY_LINE if at_a_terminal else None
+
+
 def open_output(path: str | None) -> TextIO:
     """The stream the translations go to: `path` (UTF-8, replaced) or stdout."""
     if path is None:
@@ -105,6 +129,9 @@ def run(argv: list[str] | None = None) -> None:
             model=args.preset_dir,
         )  # fmt: skip
     output = open_output(args.output)
+    ready = ready_line(names, sys.stdin)
+    if ready is not None:
+        print(ready, file=sys.stderr, flush=True)
     # At a terminal, the translations themselves show the progress.
     progress = Progress("translating", enabled=not output.isatty())
     try:

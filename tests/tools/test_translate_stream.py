@@ -1,6 +1,7 @@
 """`translate` loads the model first, then answers its input batch by batch, flushing each:
 a line written into a pipe held open is answered before the input ends."""
 
+import io
 import os
 import select
 import subprocess
@@ -71,3 +72,32 @@ def test_output_goes_to_a_file(run: TinyRun, tmp_path: Path, capsys):  # noqa: F
     assert translate.main([*arguments, "--output", str(tmp_path / "out.txt")]) == 0
     assert capsys.readouterr().out == ""
     assert (tmp_path / "out.txt").read_text(encoding="utf-8") == printed
+
+
+class TerminalInput(io.TextIOWrapper):
+    """Standard input that says it is a terminal, as a person typing gives."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_ready_line_is_for_a_terminal_that_stdin_is_read_from():
+    terminal = TerminalInput(io.BytesIO(b""))
+    assert translate.ready_line(["-"], terminal) == translate.READY_LINE
+    assert translate.ready_line(["-"], io.TextIOWrapper(io.BytesIO(b""))) is None  # a pipe
+    assert translate.ready_line(["input.txt"], terminal) is None  # stdin is not read
+    assert translate.ready_line(["-"], None) is None  # no standard input at all
+
+
+def test_at_a_terminal_stderr_says_when_sentences_are_read(run: TinyRun, monkeypatch, capsys):  # noqa: F811
+    typed = SENTENCES[0].encode() + b"\n"
+    monkeypatch.setattr(sys, "stdin", TerminalInput(io.BytesIO(typed)))
+    assert translate.main(["--run-dir", str(run.path)]) == 0
+    at_terminal = capsys.readouterr()
+    assert at_terminal.err.splitlines() == [translate.READY_LINE]
+    assert len(at_terminal.out.splitlines()) == 1
+    # The same input from a pipe or a file: the translations alone, nothing on stderr.
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(typed)))
+    assert translate.main(["--run-dir", str(run.path)]) == 0
+    piped = capsys.readouterr()
+    assert (piped.out, piped.err) == (at_terminal.out, "")
