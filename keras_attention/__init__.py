@@ -5,6 +5,8 @@ schedule with Keras, so that `keras.models.load_model` can read `.keras` files t
 it does the same whatever the environment. With `KERAS_ATTENTION_QUIET=1` (which the
 command-line tools set once their arguments parse), Keras and TensorFlow are imported without
 TensorFlow's start-up lines (`keras_attention.core.quiet_import`): an output setting only.
+Without it, `TF_CPP_MIN_LOG_LEVEL` defaults to 1 if unset before TensorFlow loads, which hides
+TensorFlow's C++ INFO lines and nothing else (docs/index.md: what hides the rest).
 
 The command-line tools parse their arguments with `keras_attention_cli`, which imports none of
 this package, and import the package afterwards: so their `--help` and argument errors come
