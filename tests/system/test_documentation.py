@@ -222,6 +222,19 @@ def test_excluded_fragments_are_read_from_the_configuration():
     assert not is_excluded("paper/claims.md", entries)
 
 
+def fit_examples(markdown: str) -> list[str]:
+    """The Python code blocks of a Markdown text that call `model.fit`."""
+    blocks = re.findall(r"^```python\n(.*?)^```", markdown, re.MULTILINE | re.DOTALL)
+    return [block for block in blocks if "model.fit(" in block]
+
+
+def test_the_readme_and_the_training_guide_show_the_same_model_fit_example():
+    readme = fit_examples((ROOT / "README.md").read_text("utf-8"))
+    guide = fit_examples((DOCS / "training.md").read_text("utf-8"))
+    assert len(readme) == 1 and "compile_with_paper_recipe" in readme[0]
+    assert guide == readme, "README.md and docs/training.md differ in their model.fit example"
+
+
 @pytest.mark.parametrize("name", ["README.md"])
 def test_the_readme_links_to_files_that_exist(name: str):
     text = (ROOT / name).read_text("utf-8")
