@@ -1,6 +1,6 @@
 """Export a trained translator as a SavedModel for TensorFlow Serving.
 
-    python tools/export.py --run-dir runs/translator        # into runs/translator/export/1
+    python tools/export.py --run-dir runs/translator   # the next free version (2 after a run's)
     python tools/export.py --run-dir runs/translator --output serving/translator
     python tools/export.py --run-dir runs/translator --preset-dir presets/en-de
 
