@@ -17,7 +17,10 @@ from tests.training.test_losses import weighted_token_mean
 
 VOCABULARY_SIZE, BOS, EOS = 12, 1, 2  # 0 is padding; tokens are 3 .. 11
 NUM_PAIRS, MAX_LENGTH = 32, 6
-MAX_EPOCHS, TARGET_ACCURACY = 150, 0.98
+# Set from the spread measured over seeds, dtype policies and kernels, less a margin; a
+# decoder that sees later target tokens decodes greedily at 0.32 to 0.35 (docs/development.md,
+# "Tests that hold on any machine").
+MAX_EPOCHS, TARGET_ACCURACY = 150, 0.92
 
 
 def reversal_pairs(num_pairs: int, max_length: int, seed: int) -> tuple:
@@ -81,9 +84,11 @@ def policy(request):
     keras.config.set_dtype_policy(previous)
 
 
-def test_tiny_transformer_memorises_reversal_with_the_paper_recipe(policy: str):
-    """Also under mixed precision: bfloat16, and float16 with Keras's dynamic loss scaling
-    (`compile` wraps the optimizer in a `LossScaleOptimizer`), reach the same accuracy."""
+def memorise(policy: str) -> dict:
+    """Trains the tiny Transformer on the reversal pairs under the current dtype policy and
+    seed; returns the loss of the first and last epochs, the number of epochs and three token
+    accuracies on the training pairs: `teacher_forced`, `padded` (teacher forced with more
+    padding than in training) and `greedy` (decoded one token at a time from BOS)."""
     source, target_in, target_out = reversal_pairs(NUM_PAIRS, MAX_LENGTH, seed=0)
     real = (target_out != 0).astype(np.float64)
     model = Transformer(
@@ -111,16 +116,27 @@ def test_tiny_transformer_memorises_reversal_with_the_paper_recipe(policy: str):
         verbose=0,
         callbacks=[StopWhenMemorised()],
     )
-    assert history.history["loss"][-1] < history.history["loss"][0]
-    epochs = len(history.history["loss"])
     logits = to_numpy(model.predict((source, target_in), batch_size=NUM_PAIRS, verbose=0))
-    teacher_forced = weighted_token_mean(logits.argmax(axis=-1) == target_out, real)
-    assert teacher_forced >= TARGET_ACCURACY, f"accuracy {teacher_forced} after {epochs} epochs"
     # More padding than in training must not matter (the padding masks at work).
     more_padding = (np.pad(source, ((0, 0), (0, 4))), np.pad(target_in, ((0, 0), (0, 3))))
-    logits = to_numpy(model.predict(more_padding, batch_size=NUM_PAIRS, verbose=0))
-    padded = weighted_token_mean(logits[:, : target_out.shape[1]].argmax(-1) == target_out, real)
-    assert padded >= TARGET_ACCURACY, f"accuracy with more padding {padded}"
+    padded = to_numpy(model.predict(more_padding, batch_size=NUM_PAIRS, verbose=0))
     greedy = greedy_decode(model, source, target_out.shape[1])
-    greedy_accuracy = weighted_token_mean(greedy == target_out, real)
-    assert greedy_accuracy >= TARGET_ACCURACY, f"greedy decoding accuracy {greedy_accuracy}"
+    return {
+        "epochs": len(history.history["loss"]),
+        "first_loss": history.history["loss"][0],
+        "last_loss": history.history["loss"][-1],
+        "teacher_forced": weighted_token_mean(logits.argmax(axis=-1) == target_out, real),
+        "padded": weighted_token_mean(
+            padded[:, : target_out.shape[1]].argmax(-1) == target_out, real
+        ),
+        "greedy": weighted_token_mean(greedy == target_out, real),
+    }
+
+
+def test_tiny_transformer_memorises_reversal_with_the_paper_recipe(policy: str):
+    """Also under mixed precision: bfloat16, and float16 with Keras's dynamic loss scaling
+    (`compile` wraps the optimizer in a `LossScaleOptimizer`), reach the same accuracy."""
+    result = memorise(policy)
+    assert result["last_loss"] < result["first_loss"]
+    for name in ("teacher_forced", "padded", "greedy"):
+        assert result[name] >= TARGET_ACCURACY, f"{name} accuracy {result}"
