@@ -103,8 +103,11 @@ def test_translate_reads_an_odd_run_and_its_export(odd_run: Path, model):
 
 def test_evaluate_scores_an_odd_run(odd_run: Path):
     hypotheses = odd_run / "hypotheses [1] é.txt"
-    printed = run_main("evaluate", "--run-dir", odd_run, "--limit", "4", "--output", hypotheses)
-    assert '"bleu"' in printed
+    printed = run_main(
+        "evaluate", "--run-dir", odd_run, "--limit", "4", "--output", hypotheses, "--json"
+    )
+    assert "test split: 4 sentence" in printed
+    assert '"bleu"' in printed.splitlines()[-1]  # the scores as JSON, asked for
     assert len(hypotheses.read_text(encoding="utf-8").split("\n")) == 4 + 1
 
 
