@@ -21,6 +21,7 @@ import numpy as np
 
 from keras_attention.layers import PositionalEmbedding
 from keras_attention.masks import keras_mask
+from tests.tolerances import assert_close
 
 
 def as_float64(value: object) -> np.ndarray:
@@ -248,12 +249,6 @@ def to_float64(value: object) -> np.ndarray:
     return np.asarray(value, dtype=np.float64)
 
 
-def assert_close(actual: object, expected: object) -> None:
-    """float32 layer output against the float64 reference (or another float32 output)."""
-    actual, expected = (np.asarray(keras.ops.convert_to_numpy(t)) for t in (actual, expected))
-    np.testing.assert_allclose(actual, expected, atol=1e-5, rtol=1e-5)
-
-
 def assert_differ(first: object, second: object) -> None:
     """The two outputs are not equal (a perturbation reached them)."""
     first, second = (np.asarray(keras.ops.convert_to_numpy(t)) for t in (first, second))
@@ -295,7 +290,7 @@ def assert_attention_weights(weights: object, allowed: np.ndarray, expected: np.
     allowed = np.broadcast_to(allowed[:, None], weights.shape)
     np.testing.assert_array_equal(weights[~allowed], 0.0)
     has_key = allowed.any(axis=-1)
-    np.testing.assert_allclose(weights.sum(axis=-1)[has_key], 1.0, atol=1e-5)
+    assert_close(weights.sum(axis=-1)[has_key], 1.0)
     assert_close(weights, expected)
 
 

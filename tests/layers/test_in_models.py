@@ -8,6 +8,7 @@ import keras_attention as ka
 from tests.conftest import to_numpy
 from tests.layers import layer_cases as cases
 from tests.layers.layer_cases import CASE_IDS, LAYER_CASES, LayerCase
+from tests.tolerances import assert_close
 
 NUM_HEADS, INTERMEDIATE_DIM, NUM_CLASSES = 2, 24, 3
 SHORT_TARGET, SHORT_SOURCE, EXTRA_PADDING = 3, 4, 2
@@ -101,7 +102,7 @@ def test_functional_model_gives_the_outputs_of_the_layer(case: LayerCase):
     outputs = cases.output_list(model(inputs))
     assert len(outputs) == len(direct)
     for have, want in zip(outputs, direct, strict=True):
-        np.testing.assert_allclose(have, want, atol=1e-6, rtol=1e-6)
+        assert_close(have, want)
 
 
 @pytest.mark.parametrize("case", LAYER_CASES, ids=CASE_IDS)
@@ -153,7 +154,7 @@ def test_padding_does_not_change_the_real_outputs_of_a_functional_model(case: La
     expected = to_numpy(model(short))
     actual = to_numpy(model(padded))
     assert actual.shape[1] == SHORT_TARGET + EXTRA_PADDING
-    np.testing.assert_allclose(actual[:, :SHORT_TARGET], expected, atol=1e-5, rtol=1e-5)
+    assert_close(actual[:, :SHORT_TARGET], expected)
 
 
 def test_global_average_pooling_averages_real_positions_only():
@@ -168,7 +169,7 @@ def test_global_average_pooling_averages_real_positions_only():
     hidden_values, pooled_values = (to_numpy(y) for y in model(token_ids))
     real = (token_ids != 0)[..., None]  # (B, T, 1)
     expected = (hidden_values * real).sum(axis=1) / real.sum(axis=1)
-    np.testing.assert_allclose(pooled_values, expected, atol=1e-5, rtol=1e-5)
+    assert_close(pooled_values, expected)
     # The padded positions do carry values, so ignoring the mask would be seen.
     assert not np.allclose(pooled_values[1], hidden_values[1].mean(axis=0), atol=1e-3)
 
@@ -215,5 +216,5 @@ def test_decoder_only_language_model_trains_and_is_causal():
     changed = tokens[:, :-1].copy()
     changed[:, -1] = (changed[:, -1] % (cases.VOCABULARY_SIZE - 1)) + 1
     original, edited = to_numpy(model(tokens[:, :-1])), to_numpy(model(changed))
-    np.testing.assert_allclose(edited[:, :-1], original[:, :-1], atol=1e-5, rtol=1e-5)
+    assert_close(edited[:, :-1], original[:, :-1])
     assert not np.allclose(edited[:, -1], original[:, -1])

@@ -17,6 +17,7 @@ from keras_attention.models import Transformer
 from keras_attention.runs.files import load_model_file
 from keras_attention.training.checkpoints import check_layouts, load_weights_file
 from tests.conftest import to_numpy
+from tests.tolerances import assert_close
 
 OLD = Path(__file__).parents[1] / "data_files" / "old_format"
 QUERY_KERNEL = "encoder/blocks/transformer_encoder_block/self_attention/query_dense/vars/0"
@@ -51,7 +52,7 @@ def test_an_old_keras_file_loads_with_the_same_outputs(recorded, loader):
     attention = model.encoder.blocks[0].self_attention
     assert isinstance(attention.query_dense, ProjectionDense)
     assert tuple(attention.query_dense.kernel.shape) == (16, 16)
-    np.testing.assert_allclose(logits(model, recorded), recorded["logits"], atol=1e-6)
+    assert_close(logits(model, recorded), recorded["logits"])
 
 
 def test_an_old_compiled_keras_file_loads_with_its_optimizer_state():
@@ -59,7 +60,7 @@ def test_an_old_compiled_keras_file_loads_with_its_optimizer_state():
     model = load_model_file(OLD / "tiny_compiled.keras")
     recorded = np.load(OLD / "tiny_outputs.npz")
     expected = np.load(OLD / "tiny_compiled_outputs.npz")["logits"]
-    np.testing.assert_allclose(logits(model, recorded), expected, atol=1e-6)
+    assert_close(logits(model, recorded), expected)
     assert int(to_numpy(model.optimizer.iterations)) == 1
     kernel = model.encoder.blocks[0].self_attention.query_dense.kernel
     moments = [v for v in model.optimizer.variables if tuple(v.shape) == (16, 16)]
@@ -79,7 +80,7 @@ def test_an_old_checkpoint_with_optimizer_state_loads_into_a_compiled_model():
     assert moments and all(np.abs(to_numpy(v)).max() > 0 for v in moments)
     expected = np.load(OLD / "tiny_compiled_outputs.npz")["logits"]
     got = logits(model, np.load(OLD / "tiny_outputs.npz"))
-    np.testing.assert_allclose(got, expected, atol=1e-6)
+    assert_close(got, expected)
 
 
 def test_an_old_weights_file_passes_the_layout_check_and_loads(recorded):
@@ -87,7 +88,7 @@ def test_an_old_weights_file_passes_the_layout_check_and_loads(recorded):
     model.build()
     check_layouts(model, [OLD / "tiny.weights.h5"])
     load_weights_file(model, OLD / "tiny.weights.h5")
-    np.testing.assert_allclose(logits(model, recorded), recorded["logits"], atol=1e-6)
+    assert_close(logits(model, recorded), recorded["logits"])
     with h5py.File(OLD / "tiny.weights.h5", "r") as file:
         old_kernel = file[QUERY_KERNEL][()]
     kernel = to_numpy(model.encoder.blocks[0].self_attention.query_dense.kernel)
@@ -101,7 +102,7 @@ def test_a_new_weights_file_still_loads(tmp_path, recorded):
     fresh.build()
     check_layouts(fresh, [tmp_path / "new.weights.h5"])
     load_weights_file(fresh, tmp_path / "new.weights.h5")
-    np.testing.assert_allclose(logits(fresh, recorded), recorded["logits"], atol=1e-6)
+    assert_close(logits(fresh, recorded), recorded["logits"])
 
 
 def test_legacy_value_refuses_another_number_of_elements():

@@ -9,8 +9,8 @@ import pytest
 from keras_attention.layers import MultiHeadAttention
 from tests.conftest import to_numpy
 from tests.layers import numpy_reference as reference
+from tests.tolerances import assert_close
 
-TOLERANCE = {"atol": 1e-5, "rtol": 1e-5}
 BATCH, D_MODEL, HEADS = 2, 16, 4
 
 
@@ -198,10 +198,10 @@ def test_matches_numpy_reference(case: tuple, return_scores: bool):
     mask = _reference_mask(query.shape[1], value.shape[1], **mask_arguments)
     want_output, want_weights = _reference_mha(layer, query, value, key=key, mask=mask)
     assert result[0].shape == want_output.shape
-    np.testing.assert_allclose(result[0], want_output, **TOLERANCE)
+    assert_close(result[0], want_output)
     if return_scores:
         assert result[1].shape == (BATCH, HEADS, query.shape[1], value.shape[1])
-        np.testing.assert_allclose(result[1], want_weights, **TOLERANCE)
+        assert_close(result[1], want_weights)
         np.testing.assert_array_equal(
             result[1][np.broadcast_to(~mask[:, None], result[1].shape)], 0
         )
@@ -215,13 +215,13 @@ def test_rows_with_every_key_masked_attend_to_nothing():
     attention_mask[1, :] = False
     want, _ = _reference_mha(layer, x, x, mask=attention_mask)
     bias = to_numpy(layer.output_dense.bias.value)
-    np.testing.assert_allclose(want[1], np.broadcast_to(bias, want[1].shape), **TOLERANCE)
+    assert_close(want[1], np.broadcast_to(bias, want[1].shape))
     for return_scores in (False, True):
         result = _call(
             layer, x, x, attention_mask=attention_mask, return_attention_scores=return_scores
         )
         assert all(np.all(np.isfinite(r)) for r in result)
-        np.testing.assert_allclose(result[0], want, **TOLERANCE)
+        assert_close(result[0], want)
 
 
 @pytest.mark.parametrize("return_scores", [False, True], ids=["fused_path", "scores_path"])
@@ -234,7 +234,7 @@ def test_causal_mask_hides_the_future(return_scores: bool):
     after = _call(
         layer, changed, changed, use_causal_mask=True, return_attention_scores=return_scores
     )[0]
-    np.testing.assert_allclose(after[:, :3], before[:, :3], **TOLERANCE)
+    assert_close(after[:, :3], before[:, :3])
     assert not np.allclose(after[:, 3:], before[:, 3:], atol=1e-3)
 
 
@@ -254,7 +254,7 @@ def test_padded_keys_are_ignored(self_attention: bool, return_scores: bool):
         layer, changed_query, changed, value_mask=value_mask, return_attention_scores=return_scores
     )
     unchanged = value_mask if self_attention else np.ones((BATCH, 4), bool)
-    np.testing.assert_allclose(after[0][unchanged], before[0][unchanged], **TOLERANCE)
+    assert_close(after[0][unchanged], before[0][unchanged])
     unmasked = _call(layer, query, changed, return_attention_scores=return_scores)[0]
     assert not np.allclose(unmasked[unchanged], before[0][unchanged], atol=1e-3)
 
@@ -269,11 +269,9 @@ def test_keras_masks_are_applied():
     real = tokens != 0
     self_result = _call(layer, embedded, embedded)[0]
     want = _call(layer, plain, plain, query_mask=real, value_mask=real)[0]
-    np.testing.assert_allclose(self_result, want, **TOLERANCE)
+    assert_close(self_result, want)
     cross_result = _call(layer, query, embedded)[0]
-    np.testing.assert_allclose(
-        cross_result, _call(layer, query, plain, value_mask=real)[0], **TOLERANCE
-    )
+    assert_close(cross_result, _call(layer, query, plain, value_mask=real)[0])
     assert not np.allclose(cross_result, _call(layer, query, plain)[0], atol=1e-3)
 
 
@@ -287,7 +285,7 @@ def test_keras_masks_are_applied_in_a_functional_model():
     plain = to_numpy(embedding(tokens))
     real = tokens != 0
     want = _call(layer, plain, plain, query_mask=real, value_mask=real)[0]
-    np.testing.assert_allclose(to_numpy(model(tokens)), want, **TOLERANCE)
+    assert_close(to_numpy(model(tokens)), want)
 
 
 @pytest.mark.parametrize("append", [False, True], ids=["fixed_cache", "growing_cache"])
@@ -303,20 +301,20 @@ def test_cached_decoding_matches_a_full_causal_call(
     want_output, want_weights = _reference_mha(
         layer, x, x, mask=_reference_mask(6, 6, use_causal_mask=True)
     )
-    np.testing.assert_allclose(full, want_output, **TOLERANCE)
+    assert_close(full, want_output)
     results, cache = _decode_in_chunks(
         layer, x, chunk, tensor_index, return_attention_scores=return_scores, append=append
     )
-    np.testing.assert_allclose(np.concatenate([r[0] for r in results], axis=1), full, **TOLERANCE)
+    assert_close(np.concatenate([r[0] for r in results], axis=1), full)
     if return_scores:
         # Over a growing cache a chunk's scores cover the positions so far: pad to compare.
         padded = [np.pad(r[1], [(0, 0)] * 3 + [(0, 6 - r[1].shape[3])]) for r in results]
         scores = np.concatenate(padded, axis=2)  # (B, N, T, max_len)
-        np.testing.assert_allclose(scores, want_weights, **TOLERANCE)
+        assert_close(scores, want_weights)
     want_keys, want_values = _reference_projections(layer, x)  # (B, T, N, H)
     assert cache.shape == (2, BATCH, HEADS, 6, D_MODEL // HEADS)
-    np.testing.assert_allclose(cache[0], want_keys.swapaxes(1, 2), **TOLERANCE)
-    np.testing.assert_allclose(cache[1], want_values.swapaxes(1, 2), **TOLERANCE)
+    assert_close(cache[0], want_keys.swapaxes(1, 2))
+    assert_close(cache[1], want_values.swapaxes(1, 2))
 
 
 @pytest.mark.parametrize("append", [False, True], ids=["fixed_cache", "growing_cache"])
@@ -325,7 +323,7 @@ def test_cached_decoding_uses_the_layers_scale(append: bool):
     layer = _built_layer(x, x, scale=1.0)
     results, _ = _decode_in_chunks(layer, x, 2, False, append=append)
     want, _ = _reference_mha(layer, x, x, mask=_reference_mask(6, 6, use_causal_mask=True))
-    np.testing.assert_allclose(np.concatenate([r[0] for r in results], axis=1), want, **TOLERANCE)
+    assert_close(np.concatenate([r[0] for r in results], axis=1), want)
     # The paper's scaling gives other outputs: the multiplier is really applied.
     default = _built_layer(x, x)
     assert not np.allclose(_call(default, x, x, use_causal_mask=True)[0], want, atol=1e-3)
@@ -340,7 +338,7 @@ def test_cached_decoding_applies_an_attention_mask_over_the_cache(append: bool):
     results, _ = _decode_in_chunks(layer, x, 2, False, attention_mask=attention_mask, append=append)
     mask = _reference_mask(6, 6, attention_mask=attention_mask, use_causal_mask=True)
     want, _ = _reference_mha(layer, x, x, mask=mask)
-    np.testing.assert_allclose(np.concatenate([r[0] for r in results], axis=1), want, **TOLERANCE)
+    assert_close(np.concatenate([r[0] for r in results], axis=1), want)
 
 
 def test_cache_holds_only_written_positions_and_is_not_modified_in_place():
@@ -353,12 +351,10 @@ def test_cache_holds_only_written_positions_and_is_not_modified_in_place():
     np.testing.assert_array_equal(to_numpy(empty), 0.0)
     want_keys, want_values = _reference_projections(layer, x[:, :3])
     # Keys and values first, heads before positions: (2, batch, heads, max_len, head_dim).
-    np.testing.assert_allclose(cache[0, :, :, :3], want_keys.swapaxes(1, 2), **TOLERANCE)
-    np.testing.assert_allclose(cache[1, :, :, :3], want_values.swapaxes(1, 2), **TOLERANCE)
+    assert_close(cache[0, :, :, :3], want_keys.swapaxes(1, 2))
+    assert_close(cache[1, :, :, :3], want_values.swapaxes(1, 2))
     np.testing.assert_array_equal(cache[:, :, :, 3:], 0.0)
-    np.testing.assert_allclose(
-        output, _call(layer, x[:, :3], x[:, :3], use_causal_mask=True)[0], **TOLERANCE
-    )
+    assert_close(output, _call(layer, x[:, :3], x[:, :3], use_causal_mask=True)[0])
 
 
 def test_cache_without_causal_mask_hides_unwritten_positions():
@@ -369,7 +365,7 @@ def test_cache_without_causal_mask_hides_unwritten_positions():
     output = _call(layer, x[:, 2:4], x[:, 2:4], cache=cache, cache_update_index=2)[0]
     mask = _reference_mask(2, 4)
     want, _ = _reference_mha(layer, x[:, 2:4], x[:, :4], mask=mask)
-    np.testing.assert_allclose(output, want, **TOLERANCE)
+    assert_close(output, want)
 
 
 def test_calls_with_a_cache_are_independent():
@@ -379,7 +375,7 @@ def test_calls_with_a_cache_are_independent():
     _decode_in_chunks(layer, other, 1, False)
     again, _ = _decode_in_chunks(layer, x, 1, False)
     for want, got in zip(first, again, strict=True):
-        np.testing.assert_allclose(got[0], want[0], **TOLERANCE)
+        assert_close(got[0], want[0])
     assert not any(isinstance(v, type(keras.ops.zeros(1))) for v in vars(layer).values())
 
 
@@ -390,8 +386,8 @@ def test_cross_attention_cache_equals_the_plain_call(return_scores: bool):
     layer = _built_layer(query, memory)
     cache = layer.compute_key_value_cache(memory)
     want_keys, want_values = _reference_projections(layer, memory)
-    np.testing.assert_allclose(to_numpy(cache)[0], want_keys.swapaxes(1, 2), **TOLERANCE)
-    np.testing.assert_allclose(to_numpy(cache)[1], want_values.swapaxes(1, 2), **TOLERANCE)
+    assert_close(to_numpy(cache)[0], want_keys.swapaxes(1, 2))
+    assert_close(to_numpy(cache)[1], want_values.swapaxes(1, 2))
     plain = _call(
         layer, query, memory, value_mask=value_mask, return_attention_scores=return_scores
     )
@@ -406,15 +402,15 @@ def test_cross_attention_cache_equals_the_plain_call(return_scores: bool):
     )
     assert len(cached) == len(plain)
     for got, want in zip(cached, plain, strict=True):
-        np.testing.assert_allclose(got, want, **TOLERANCE)
+        assert_close(got, want)
 
 
 def test_dropout_only_when_training():
     x = _random((BATCH, 5, D_MODEL), 1)
     layer = _built_layer(x, x, dropout=0.5, seed=3)
     want, _ = _reference_mha(layer, x, x)
-    np.testing.assert_allclose(_call(layer, x, x, training=False)[0], want, **TOLERANCE)
-    np.testing.assert_allclose(_call(layer, x, x)[0], want, **TOLERANCE)
+    assert_close(_call(layer, x, x, training=False)[0], want)
+    assert_close(_call(layer, x, x)[0], want)
     trained = _call(layer, x, x, training=True)[0]
     assert np.all(np.isfinite(trained))
     assert not np.allclose(trained, want, atol=1e-3)
@@ -541,7 +537,7 @@ def test_large_logits_do_not_overflow_in_float16(return_scores: bool):
     output = _call(layer, query, value, return_attention_scores=return_scores)[0]
     want, _ = _reference_mha(exact, query, value)
     assert np.all(np.isfinite(output))
-    np.testing.assert_allclose(output, want, atol=0.02 * np.abs(want).max())
+    assert_close(output, want, dtype="float16")
 
 
 @pytest.mark.parametrize("with_cache", [False, True], ids=["value", "projected_cache"])
@@ -578,8 +574,8 @@ def test_query_groups_share_their_row_of_keys_and_values(with_cache: bool):
     expected, expected_scores = _reference_mha(
         layer, query, np.repeat(value, group, axis=0), mask=mask
     )
-    np.testing.assert_allclose(output, expected, **TOLERANCE)
-    np.testing.assert_allclose(scores, expected_scores, **TOLERANCE)
+    assert_close(output, expected)
+    assert_close(scores, expected_scores)
 
 
 @pytest.mark.parametrize(
@@ -612,7 +608,7 @@ def test_kernel_regularizer_adds_one_loss_per_projection():
     )
     assert len(layer.losses) == 8
     total = sum(float(to_numpy(loss)) for loss in layer.losses)
-    np.testing.assert_allclose(total, expected, rtol=1e-5)
+    assert_close(total, expected)
 
 
 def test_kernel_constraint_holds_after_a_training_step():
@@ -635,7 +631,7 @@ def test_lora_on_a_projection_starts_at_the_same_outputs():
     expected = _call(layer, x, x)[0]
     layer.value_dense.enable_lora(2)
     assert layer.value_dense.lora_enabled
-    np.testing.assert_allclose(_call(layer, x, x)[0], expected, atol=1e-6)
+    assert_close(_call(layer, x, x)[0], expected)
     layer.value_dense.lora_kernel_b.assign(np.ones(layer.value_dense.lora_kernel_b.shape))
     assert not np.allclose(_call(layer, x, x)[0], expected, atol=1e-3)
 

@@ -10,6 +10,7 @@ from keras_attention.layers import PositionalEmbedding
 from keras_attention.masks import keras_mask
 from tests.conftest import to_numpy
 from tests.layers.test_sinusoidal_positional_encoding import reference_encoding
+from tests.tolerances import assert_close
 
 VOCABULARY_SIZE = 17
 TOKEN_IDS = np.array([[5, 16, 3, 9, 0, 0], [1, 2, 0, 0, 0, 0], [7, 7, 4, 12, 11, 8]])
@@ -50,7 +51,7 @@ def test_matches_scaled_embedding_plus_encoding(d_model, scale_embeddings):
     output = to_numpy(layer(TOKEN_IDS))
     assert output.shape == (*TOKEN_IDS.shape, d_model)
     expected = reference_embedding(layer, TOKEN_IDS)
-    np.testing.assert_allclose(output, expected, atol=1e-5, rtol=1e-5)
+    assert_close(output, expected)
     if not scale_embeddings:  # the reference's own switch: the unscaled sum really differs
         scaled = PositionalEmbedding(VOCABULARY_SIZE, d_model)
         scaled.build(TOKEN_IDS.shape)
@@ -64,9 +65,7 @@ def test_learned_positions_add_their_rows(start_index: int):
     output = to_numpy(layer(TOKEN_IDS, start_index=start_index))
     assert [w.shape for w in layer.position_encoding.weights] == [(12, 8)]
     # Positions 9 to 14 of a 12-row table: the last three reuse row 11.
-    np.testing.assert_allclose(
-        output, reference_embedding(layer, TOKEN_IDS, start_index), atol=1e-5, rtol=1e-5
-    )
+    assert_close(output, reference_embedding(layer, TOKEN_IDS, start_index))
     assert layer.get_config()["max_positions"] == 12
     restored = PositionalEmbedding.from_config(layer.get_config())
     restored.build(TOKEN_IDS.shape)
@@ -81,9 +80,9 @@ def test_start_index_shifts_positions(start_index, as_tensor):
     start = keras.ops.convert_to_tensor(start_index, "int32") if as_tensor else start_index
     output = to_numpy(layer(TOKEN_IDS, start_index=start))
     expected = reference_embedding(layer, TOKEN_IDS, start_index=start_index)
-    np.testing.assert_allclose(output, expected, atol=1e-5, rtol=1e-5)
+    assert_close(output, expected)
     last_column = to_numpy(layer(TOKEN_IDS[:, -1:], start_index=TOKEN_IDS.shape[1] - 1))
-    np.testing.assert_allclose(last_column, to_numpy(layer(TOKEN_IDS))[:, -1:], atol=1e-5)
+    assert_close(last_column, to_numpy(layer(TOKEN_IDS))[:, -1:])
 
 
 @pytest.mark.parametrize("mask_zero", [True, False])
@@ -107,7 +106,7 @@ def test_reverse_with_tied_weights_projects_with_transposed_embeddings():
     logits = to_numpy(layer(hidden, reverse=True))
     assert logits.shape == (2, 4, VOCABULARY_SIZE)
     table = to_numpy(layer.embeddings).astype(np.float64)
-    np.testing.assert_allclose(logits, hidden.astype(np.float64) @ table.T, atol=1e-5, rtol=1e-5)
+    assert_close(logits, hidden.astype(np.float64) @ table.T)
     assert len(layer.weights) == 1
 
 
@@ -118,7 +117,7 @@ def test_reverse_with_untied_weights_uses_a_separate_matrix():
     hidden = random_hidden(d_model).astype(np.float64)
     logits = to_numpy(layer(hidden.astype("float32"), reverse=True))
     assert reverse_matrix(layer).shape == (d_model, VOCABULARY_SIZE)
-    np.testing.assert_allclose(logits, hidden @ reverse_matrix(layer), atol=1e-5, rtol=1e-5)
+    assert_close(logits, hidden @ reverse_matrix(layer))
     tied_logits = hidden @ to_numpy(layer.embeddings).astype(np.float64).T
     assert not np.allclose(logits, tied_logits, atol=1e-3)
     assert len(layer.weights) == 2
@@ -128,7 +127,7 @@ def test_reverse_with_untied_weights_uses_a_separate_matrix():
 def test_no_dropout_at_inference(training):
     layer = PositionalEmbedding(VOCABULARY_SIZE, 8, dropout=0.5)
     output = to_numpy(layer(TOKEN_IDS, training=training))
-    np.testing.assert_allclose(output, reference_embedding(layer, TOKEN_IDS), atol=1e-5, rtol=1e-5)
+    assert_close(output, reference_embedding(layer, TOKEN_IDS))
 
 
 def test_dropout_in_training_zeroes_and_rescales_the_sum():
@@ -138,9 +137,7 @@ def test_dropout_in_training_zeroes_and_rescales_the_sum():
     expected = reference_embedding(layer, TOKEN_IDS)
     dropped = output == 0
     assert 0 < dropped.mean() < 1
-    np.testing.assert_allclose(
-        output[~dropped], expected[~dropped] / (1 - rate), atol=1e-5, rtol=1e-5
-    )
+    assert_close(output[~dropped], expected[~dropped] / (1 - rate))
 
 
 @pytest.mark.parametrize("d_model", [8, 32])
@@ -163,9 +160,9 @@ def test_symbolic_model_matches_eager_call():
     model = keras.Model(token_ids, [hidden, logits])
     model_hidden, model_logits = (to_numpy(x) for x in model(TOKEN_IDS))
     expected = reference_embedding(layer, TOKEN_IDS)
-    np.testing.assert_allclose(model_hidden, expected, atol=1e-5, rtol=1e-5)
+    assert_close(model_hidden, expected)
     table = to_numpy(layer.embeddings).astype(np.float64)
-    np.testing.assert_allclose(model_logits, expected @ table.T, atol=1e-4, rtol=1e-5)
+    assert_close(model_logits, expected @ table.T)
 
 
 @pytest.mark.parametrize(

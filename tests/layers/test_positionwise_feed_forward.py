@@ -10,6 +10,7 @@ import pytest
 from keras_attention.layers import PositionwiseFeedForward
 from keras_attention.masks import keras_mask
 from tests.conftest import to_numpy
+from tests.tolerances import assert_close
 
 D_MODEL, D_FF = 8, 16
 
@@ -55,14 +56,14 @@ def test_matches_equation_2(activation, reference_activation):
     output = to_numpy(layer(x))
     assert output.shape == x.shape
     expected = reference_ffn(layer, x, reference_activation)
-    np.testing.assert_allclose(output, expected, atol=1e-5, rtol=1e-5)
+    assert_close(output, expected)
 
 
 @pytest.mark.parametrize("shape", [(3, D_MODEL), (2, 2, 3, D_MODEL)])
 def test_any_number_of_leading_dimensions(shape):
     layer = feed_forward()
     x = random_inputs(shape)
-    np.testing.assert_allclose(to_numpy(layer(x)), reference_ffn(layer, x), atol=1e-5, rtol=1e-5)
+    assert_close(to_numpy(layer(x)), reference_ffn(layer, x))
 
 
 def test_output_dim_overrides_the_input_size():
@@ -71,7 +72,7 @@ def test_output_dim_overrides_the_input_size():
     output = to_numpy(layer(x))
     assert output.shape == (2, 5, 5)
     assert tuple(layer.compute_output_shape(x.shape)) == (2, 5, 5)
-    np.testing.assert_allclose(output, reference_ffn(layer, x), atol=1e-5, rtol=1e-5)
+    assert_close(output, reference_ffn(layer, x))
 
 
 def test_without_biases():
@@ -80,7 +81,7 @@ def test_without_biases():
     output = to_numpy(layer(x))
     assert layer.inner_dense.bias is None and layer.output_dense.bias is None
     assert len(layer.weights) == 2
-    np.testing.assert_allclose(output, reference_ffn(layer, x), atol=1e-5, rtol=1e-5)
+    assert_close(output, reference_ffn(layer, x))
 
 
 @pytest.mark.parametrize("batch_index, position", [(0, 0), (1, 3), (1, 4)])
@@ -110,7 +111,7 @@ def test_no_dropout_at_inference(training):
     layer = feed_forward(dropout=0.5)
     x = random_inputs()
     output = to_numpy(layer(x, training=training))
-    np.testing.assert_allclose(output, reference_ffn(layer, x), atol=1e-5, rtol=1e-5)
+    assert_close(output, reference_ffn(layer, x))
 
 
 def test_dropout_in_training_acts_on_the_inner_activation():
@@ -126,8 +127,8 @@ def test_dropout_in_training_acts_on_the_inner_activation():
     dropped_inner = to_numpy(layer(x, training=True)).astype(np.float64) - 1.0
     kept = np.abs(dropped_inner) > 1e-6
     assert 0 < kept[inner > 0].mean() < 1
-    np.testing.assert_allclose(dropped_inner[kept], inner[kept] / (1 - rate), atol=1e-5, rtol=1e-5)
-    np.testing.assert_allclose(dropped_inner[~kept], 0.0, atol=1e-6)
+    assert_close(dropped_inner[kept], inner[kept] / (1 - rate))
+    assert_close(dropped_inner[~kept], 0.0)
 
 
 @pytest.mark.parametrize(

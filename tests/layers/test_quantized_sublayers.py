@@ -8,6 +8,7 @@ import pytest
 from keras_attention.layers import MultiHeadAttention
 from keras_attention.layers.quantized_sublayers import QUANTIZED_KEY, quantized_policies
 from tests.conftest import to_numpy
+from tests.tolerances import assert_close
 
 
 def functional_attention() -> keras.Model:
@@ -27,7 +28,7 @@ def test_a_quantized_attention_layer_reloads_quantized(mode: str, tmp_path):
     loaded = keras.models.load_model(tmp_path / "attention.keras")
     projection = loaded.get_layer("attention").query_dense
     assert projection.quantization_mode == mode
-    np.testing.assert_allclose(to_numpy(loaded(x)), expected, atol=1e-6)
+    assert_close(to_numpy(loaded(x)), expected)
 
 
 def test_the_build_config_lists_the_quantized_projections():
@@ -53,4 +54,4 @@ def test_a_weight_only_int8_layer_reloads_weight_only(tmp_path):
     model.save(tmp_path / "attention.keras")
     loaded = keras.models.load_model(tmp_path / "attention.keras")
     assert loaded.get_layer("attention").value_dense.inputs_quantizer is None
-    np.testing.assert_allclose(to_numpy(loaded(x)), expected, atol=1e-6)
+    assert_close(to_numpy(loaded(x)), expected)

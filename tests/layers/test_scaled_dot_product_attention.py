@@ -12,8 +12,7 @@ from keras_attention.layers import (
 from keras_attention.masks import keras_mask
 from tests.conftest import to_numpy
 from tests.layers import numpy_reference as reference
-
-TOLERANCE = {"atol": 1e-5, "rtol": 1e-5}
+from tests.tolerances import assert_close
 
 
 def _random(shape: tuple, seed: int) -> np.ndarray:
@@ -94,8 +93,8 @@ def test_matches_numpy_reference(use_layer: bool, shapes: tuple, scale: float | 
     mask = None if mask_shape is None else _random_mask(mask_shape, 3)
     output, weights = _attend(use_layer, query, key, value, mask=mask, scale=scale)
     want_output, want_weights = _reference_attention(query, key, value, mask=mask, scale=scale)
-    np.testing.assert_allclose(weights, want_weights, **TOLERANCE)
-    np.testing.assert_allclose(output, want_output, **TOLERANCE)
+    assert_close(weights, want_weights)
+    assert_close(output, want_output)
 
 
 def test_without_scores_returns_the_same_output():
@@ -103,8 +102,8 @@ def test_without_scores_returns_the_same_output():
     output = scaled_dot_product_attention(query, key, value)
     layer_output = ScaledDotProductAttention()(query, key, value)
     want, _ = _reference_attention(query, key, value)
-    np.testing.assert_allclose(to_numpy(output), want, **TOLERANCE)
-    np.testing.assert_allclose(to_numpy(layer_output), want, **TOLERANCE)
+    assert_close(to_numpy(output), want)
+    assert_close(to_numpy(layer_output), want)
 
 
 @IMPLEMENTATIONS
@@ -117,7 +116,7 @@ def test_weights_are_a_distribution_over_allowed_keys(use_layer: bool):
     assert np.all(np.isfinite(output)) and np.all(np.isfinite(weights))
     np.testing.assert_array_equal(weights[~mask], 0.0)
     has_key = mask.any(axis=-1)
-    np.testing.assert_allclose(weights.sum(axis=-1)[has_key], 1.0, **TOLERANCE)
+    assert_close(weights.sum(axis=-1)[has_key], 1.0)
     np.testing.assert_array_equal(weights[0, 1], 0.0)
     np.testing.assert_array_equal(output[0, 1], 0.0)
     assert np.all(weights[mask] > 0)
@@ -129,8 +128,8 @@ def test_dropout_is_inactive_without_training(use_layer: bool):
     mask = _random_mask((2, 4, 5), 3)
     output, weights = _attend(use_layer, query, key, value, mask=mask, dropout=0.5)
     want_output, want_weights = _reference_attention(query, key, value, mask=mask)
-    np.testing.assert_allclose(output, want_output, **TOLERANCE)
-    np.testing.assert_allclose(weights, want_weights, **TOLERANCE)
+    assert_close(output, want_output)
+    assert_close(weights, want_weights)
 
 
 @IMPLEMENTATIONS
@@ -142,10 +141,10 @@ def test_dropout_drops_weights_when_training(use_layer: bool):
     output, weights = _attend(use_layer, query, key, value, dropout=rate, training=True)
     _, want_weights = _reference_attention(query, key, value)
     assert np.all(np.isfinite(output))
-    np.testing.assert_allclose(weights, want_weights, **TOLERANCE)  # scores are pre-dropout
+    assert_close(weights, want_weights)  # scores are pre-dropout
     dropped = output == 0.0
     assert 0 < dropped.sum() < dropped.size
-    np.testing.assert_allclose(output[~dropped], want_weights[~dropped] / (1 - rate), **TOLERANCE)
+    assert_close(output[~dropped], want_weights[~dropped] / (1 - rate))
 
 
 def test_masked_softmax_is_safe_in_float16():
@@ -154,7 +153,7 @@ def test_masked_softmax_is_safe_in_float16():
     weights = to_numpy(masked_softmax(keras.ops.convert_to_tensor(scores), mask))
     assert weights.dtype == np.float16
     want = reference.masked_softmax(scores.astype("float64"), mask)
-    np.testing.assert_allclose(weights.astype("float64"), want, atol=1e-3)
+    assert_close(weights, want)
 
 
 # (function arguments, message that names the argument)
@@ -226,8 +225,8 @@ def test_layer_applies_keras_masks(with_explicit_mask: bool):
     if with_explicit_mask:
         allowed = allowed & explicit
     want_output, want_weights = _reference_attention(query, plain, plain, mask=allowed)
-    np.testing.assert_allclose(to_numpy(weights), want_weights, **TOLERANCE)
-    np.testing.assert_allclose(to_numpy(output), want_output, **TOLERANCE)
+    assert_close(to_numpy(weights), want_weights)
+    assert_close(to_numpy(output), want_output)
 
 
 def test_layer_keeps_the_query_keras_mask_and_zeroes_padded_queries():
@@ -240,7 +239,7 @@ def test_layer_keeps_the_query_keras_mask_and_zeroes_padded_queries():
     real = tokens != 0
     allowed = explicit & real[:, None, :] & real[:, :, None]
     want, _ = _reference_attention(plain, plain, plain, mask=allowed)
-    np.testing.assert_allclose(to_numpy(output), want, **TOLERANCE)
+    assert_close(to_numpy(output), want)
     np.testing.assert_array_equal(to_numpy(output)[~real], 0.0)
 
 
@@ -258,8 +257,8 @@ def test_layer_padding_masks_broadcast_over_heads():
     )
     allowed = (query_mask[:, :, None] & value_mask[:, None, :])[:, None]  # (B, 1, Tq, Tk)
     want_output, want_weights = _reference_attention(query, key, value, mask=allowed)
-    np.testing.assert_allclose(to_numpy(weights), want_weights, **TOLERANCE)
-    np.testing.assert_allclose(to_numpy(output), want_output, **TOLERANCE)
+    assert_close(to_numpy(weights), want_weights)
+    assert_close(to_numpy(output), want_output)
 
 
 @pytest.mark.parametrize("name", ["query_mask", "value_mask", "key_mask"])
@@ -278,5 +277,5 @@ def test_large_float16_logits_do_not_overflow():
     output, weights = _attend(False, query, key, value)
     assert output.dtype == weights.dtype == np.float16
     want_output, want_weights = _reference_attention(query, key, value)
-    np.testing.assert_allclose(weights.astype("float64"), want_weights, atol=2e-3)
-    np.testing.assert_allclose(output.astype("float64"), want_output, atol=1e-2)
+    assert_close(weights, want_weights)
+    assert_close(output, want_output)

@@ -20,6 +20,7 @@ from tests.layers.layer_cases import (
     translation_inputs,
     translation_model,
 )
+from tests.tolerances import assert_close
 
 
 def config_value(value):
@@ -55,14 +56,14 @@ def perturb_weights(model: keras.Model, seed: int) -> None:
 
 
 def assert_reloads_equal(model: keras.Model, inputs: dict, path) -> keras.Model:
-    """Saves `model` to `path`, loads it back and checks the outputs are equal (1e-6)."""
+    """Saves `model` to `path`, loads it back and checks the outputs agree (`assert_close`)."""
     expected = output_list(model(inputs, training=False))
     keras.saving.save_model(model, path)
     loaded = keras.models.load_model(path)
     actual = output_list(loaded(inputs, training=False))
     assert len(actual) == len(expected)
     for want, have in zip(expected, actual, strict=True):
-        np.testing.assert_allclose(have, want, atol=1e-6, rtol=1e-6)
+        assert_close(have, want)
     return loaded
 
 

@@ -10,6 +10,7 @@ import pytest
 from keras_attention.layers import SinusoidalPositionalEncoding
 from keras_attention.masks import keras_mask
 from tests.conftest import to_numpy
+from tests.tolerances import assert_close
 
 
 def reference_encoding(
@@ -44,7 +45,7 @@ def test_matches_paper_formula_for_even_and_odd_d_model(d_model):
     assert encoding.shape == (batch, seq_len, d_model)
     expected = reference_encoding(seq_len, d_model)
     for row in encoding:
-        np.testing.assert_allclose(row, expected, atol=1e-5, rtol=1e-5)
+        assert_close(row, expected)
 
 
 @pytest.mark.parametrize("as_tensor", [False, True], ids=["int", "tensor"])
@@ -54,9 +55,9 @@ def test_start_index_gives_later_rows_of_the_full_table(start_index, as_tensor):
     start = keras.ops.convert_to_tensor(start_index, "int32") if as_tensor else start_index
     encoding = encode((1, seq_len, d_model), start_index=start)[0]
     full_table = reference_encoding(start_index + seq_len, d_model)
-    np.testing.assert_allclose(encoding, full_table[start_index:], atol=1e-5, rtol=1e-5)
+    assert_close(encoding, full_table[start_index:])
     layer_full_table = encode((1, start_index + seq_len, d_model))[0]
-    np.testing.assert_allclose(encoding, layer_full_table[start_index:], atol=1e-5, rtol=1e-5)
+    assert_close(encoding, layer_full_table[start_index:])
 
 
 @pytest.mark.parametrize("max_wavelength", [10.0, 250.0, 1e6])
@@ -65,7 +66,7 @@ def test_custom_max_wavelength(max_wavelength, d_model):
     seq_len = 8
     encoding = encode((1, seq_len, d_model), max_wavelength=max_wavelength)[0]
     expected = reference_encoding(seq_len, d_model, max_wavelength=max_wavelength)
-    np.testing.assert_allclose(encoding, expected, atol=1e-5, rtol=1e-5)
+    assert_close(encoding, expected)
 
 
 def test_output_is_broadcast_to_input_shape_and_ignores_input_values():
@@ -75,7 +76,7 @@ def test_output_is_broadcast_to_input_shape_and_ignores_input_values():
     assert encoding.shape == inputs.shape
     assert tuple(layer.compute_output_shape(inputs.shape)) == inputs.shape
     expected = np.broadcast_to(reference_encoding(5, 6), inputs.shape)
-    np.testing.assert_allclose(encoding, expected, atol=1e-5, rtol=1e-5)
+    assert_close(encoding, expected)
 
 
 def test_keras_mask_passes_through_without_warning():
@@ -92,18 +93,14 @@ def test_symbolic_call_with_unknown_sequence_length():
     inputs = keras.Input(shape=(None, 8))
     model = keras.Model(inputs, SinusoidalPositionalEncoding()(inputs))
     encoding = to_numpy(model(np.zeros((2, 7, 8), "float32")))
-    np.testing.assert_allclose(
-        encoding, np.broadcast_to(reference_encoding(7, 8), (2, 7, 8)), atol=1e-5, rtol=1e-5
-    )
+    assert_close(encoding, np.broadcast_to(reference_encoding(7, 8), (2, 7, 8)))
 
 
 def test_output_has_the_layers_compute_dtype():
     layer = SinusoidalPositionalEncoding(dtype="mixed_float16")
     encoding = layer(np.zeros((1, 6, 8), "float32"))
     assert keras.backend.standardize_dtype(encoding.dtype) == "float16"
-    np.testing.assert_allclose(
-        to_numpy(encoding).astype("float64"), reference_encoding(6, 8)[None], atol=1e-3
-    )
+    assert_close(encoding, reference_encoding(6, 8)[None])
 
 
 @pytest.mark.parametrize("max_wavelength", [0, 0.0, -1.0, -10000])

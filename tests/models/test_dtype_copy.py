@@ -6,6 +6,7 @@ import pytest
 
 from keras_attention.models import Transformer, copy_with_dtype
 from tests.conftest import to_numpy
+from tests.tolerances import assert_close
 
 TINY = dict(num_encoder_layers=1, num_decoder_layers=1, d_model=16, num_heads=2,
             intermediate_dim=32, dropout=0.0)  # fmt: skip
@@ -37,7 +38,7 @@ def test_the_copy_computes_in_float32_with_the_same_weights(mixed_model):
     fresh = Transformer(30, **TINY)
     fresh.build()
     fresh.set_weights(mixed_model.get_weights())
-    np.testing.assert_allclose(logits, to_numpy(fresh((source, target))), rtol=1e-6, atol=1e-6)
+    assert_close(logits, fresh((source, target)))
     # bfloat16 logits differ from them: the copy did change how the model computes.
     assert np.max(np.abs(to_numpy(mixed_model((source, target))).astype("float32") - logits)) > 0
 

@@ -43,6 +43,7 @@ from keras_attention.serving.ctranslate2_converter import (  # noqa: E402
     vocabulary,
 )
 from tests.runs.test_files import load_tool  # noqa: E402
+from tests.tolerances import assert_clear_winner  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="the tokenizer and run folders need TF"
@@ -213,11 +214,26 @@ def test_the_positional_table_matters(tokenizer, sources, targets, tmp_path):
 # The searches.
 
 
+def assert_clear_greedy_steps(model: Transformer, source: np.ndarray, tokens: np.ndarray):
+    """Each greedy step's best token (`<pad>` and `<s>` aside) is clearly ahead of the next
+    (`assert_clear_winner`), so that the two engines' rounding cannot flip it."""
+    target_in = np.concatenate([np.full((len(tokens), 1), BOS_ID), tokens[:, :-1]], axis=1)
+    log_probs = keras.ops.convert_to_numpy(
+        keras.ops.log_softmax(model((source, target_in.astype("int32"))), axis=-1)
+    )
+    log_probs[..., [PAD_ID, BOS_ID]] = -np.inf
+    for row, ids in enumerate(tokens.tolist()):
+        steps = min(ids.index(EOS_ID) + 1, GREEDY_MAX_LENGTH - 1)  # the last EOS is forced
+        assert_clear_winner(log_probs[row, :steps], what=f"sentence {row}'s greedy steps")
+
+
 def test_greedy_translations_equal_ours(searcher, tokenizer, sources):
     """Ours stops at `</s>` or forces it as the `GREEDY_MAX_LENGTH`-th token; CTranslate2
     stops at `</s>` or after `GREEDY_MAX_LENGTH - 1` tokens: the same tokens before `</s>`.
     `<pad>` and `<s>`, which we never generate, are suppressed (which changes no argmax)."""
-    tokens, _ = greedy_search(searcher.model, source_ids(tokenizer, sources), GREEDY_MAX_LENGTH)
+    source = source_ids(tokenizer, sources)
+    tokens, _ = greedy_search(searcher.model, source, GREEDY_MAX_LENGTH)
+    assert_clear_greedy_steps(searcher.model, source, keras.ops.convert_to_numpy(tokens))
     results = searcher.translator.translate_batch(
         source_tokens(tokenizer, sources),
         beam_size=1,

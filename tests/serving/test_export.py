@@ -96,9 +96,13 @@ BAD_REQUESTS = {
 }
 
 
-def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    """Runs `command` in a fresh process (TF logs silenced); never raises on failure."""
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+def _run(
+    command: list[str], cwd: Path, without: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
+    """Runs `command` in a fresh process (TF logs silenced, the variables `without` unset);
+    never raises on failure."""
+    env = {name: value for name, value in os.environ.items() if name not in without}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
     return subprocess.run(
         command, capture_output=True, text=True, timeout=300, check=False, cwd=cwd, env=env
     )
@@ -224,7 +228,10 @@ def library_output(translator: Translator, sentences: list[str]) -> dict:
 
 @pytest.fixture(scope="module")
 def fresh_process(exported: Path, sentences: list[str]) -> dict:
-    done = _run([sys.executable, str(SCRIPT), str(exported), json.dumps(sentences)], exported)
+    # As the model server runs: without XLA auto-clustering (`TF_XLA_FLAGS=--tf_xla_auto_jit=2`
+    # in the tests' environment would compile the signature with XLA, which it disables).
+    command = [sys.executable, str(SCRIPT), str(exported), json.dumps(sentences)]
+    done = _run(command, exported, without=("TF_XLA_FLAGS",))
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

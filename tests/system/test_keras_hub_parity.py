@@ -21,6 +21,7 @@ keras_hub = pytest.importorskip("keras_hub")
 from keras_attention.layers import SinusoidalPositionalEncoding  # noqa: E402
 from keras_attention.training import Perplexity  # noqa: E402
 from tests.conftest import to_numpy  # noqa: E402
+from tests.tolerances import assert_close  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,7 +66,7 @@ def test_positional_encoding_equals_keras_hubs():
     inputs = np.zeros((2, 11, 16), "float32")
     ours = to_numpy(SinusoidalPositionalEncoding()(inputs))
     theirs = to_numpy(keras_hub.layers.SinePositionEncoding()(inputs))
-    np.testing.assert_allclose(np.broadcast_to(ours, theirs.shape), theirs, atol=1e-6)
+    assert_close(np.broadcast_to(ours, theirs.shape), theirs)
 
 
 def loaded_backends(statement: str) -> dict:
