@@ -16,7 +16,7 @@ nothing else. Measured with TensorFlow 2.21 on a CPU machine, the lines written 
 (`WARNING: All log messages before absl::InitializeLog() ...`, oneDNN's note, "Could not
 find cuda drivers") still come whatever the level, and so does the ERROR line "failed call
 to cuInit" at the first operation on a machine without a GPU, which only level 3 hides;
-level 2 hid no more than 1. docs/training.md says how a user hides the rest. This module
+level 2 hid no more than 1. docs/index.md says how a user hides the rest. This module
 needs only the standard library.
 """
 
