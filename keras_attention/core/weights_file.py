@@ -38,6 +38,11 @@ def weights_bytes(model) -> bytes:
     return buffer.getvalue()
 
 
+def load_weights_bytes(model, data: bytes) -> None:
+    """Loads the weights of a `.weights.h5` file's bytes (`weights_bytes`) into `model`."""
+    model.load_weights(_InMemoryWeightsFile(data))
+
+
 def save_weights_atomically(model, path: str | os.PathLike) -> Path:
     """Writes `model`'s weights to `path` (a `.weights.h5` file) atomically; returns the path.
 

@@ -36,6 +36,7 @@ def beam_search(
     extra_length: int = DEFAULT_EXTRA_LENGTH,
     use_cache: bool = True,
     drop_finished: bool = True,
+    num_hypotheses: int | None = None,
 ):
     """Beam search with length penalty, Section 6.1 (beam 4, alpha 0.6), batched, with caches.
 
@@ -59,10 +60,15 @@ def beam_search(
             whole prefix every step; same result, for comparison).
         drop_finished: once half of the sentences still decoding are done, go on with the
             others only, in a smaller batch (`decoding.staged_loop`; same result; not under JAX).
+        num_hypotheses: return the `N` best hypotheses of each sentence (the n-best list,
+            `1 <= N <= beam_size`), best first, instead of the best one. A sentence's list is
+            its finished hypotheses by score, then (only if fewer than `N` finished, which
+            happens when the others were cut off by `NEG_INF` scores) its best live ones.
 
     Returns:
         `(tokens, scores)`: the best hypothesis per sentence, int32 `(batch, L)`, and its
-        length-penalised score (float32).
+        length-penalised score `log P / ((5 + length) / 6)^alpha` (float32, `(batch,)`);
+        with `num_hypotheses=N`, `(batch, N, L)` and `(batch, N)`.
 
     Example:
 
@@ -75,6 +81,13 @@ def beam_search(
     ((2, 6), (2,))
     """
     check_positive_int("beam_size", beam_size)
+    if num_hypotheses is not None:
+        check_positive_int("num_hypotheses", num_hypotheses)
+        if num_hypotheses > beam_size:
+            raise ValueError(
+                f"num_hypotheses must be at most beam_size={beam_size}; got "
+                f"num_hypotheses={num_hypotheses}"
+            )
     beams = beam_size
     batch, limits, length, state = start_search(
         model, source_ids, beams, max_length, extra_length, use_cache
@@ -126,10 +139,12 @@ def beam_search(
         variables,
         rows_done=lambda variables: _sentences_done(variables[2], variables[4]),
         take_rows=take_rows,
-        finish=lambda variables: _best_hypotheses(*variables[1:5], variables[6], beams),
+        finish=lambda variables: _best_hypotheses(
+            *variables[1:5], variables[6], beams, num_hypotheses
+        ),
         stages=DEFAULT_STAGES if drop_finished else 1,
     )
-    return tokens[:, 1:], scores
+    return tokens[..., 1:], scores
 
 
 def _sentences_done(alive_scores, done_scores):
@@ -197,11 +212,34 @@ def _keep_finished(
     )
 
 
-def _best_hypotheses(alive, alive_scores, done_tokens, done_scores, penalty, beams: int):
-    """Each sentence's best finished hypothesis, or its best live one if none finished."""
+def _best_hypotheses(
+    alive, alive_scores, done_tokens, done_scores, penalty, beams: int, n: int | None = None
+):
+    """Each sentence's best finished hypothesis, or its best live one if none finished; with
+    `n`, its `n` best: the finished ones, then live ones if fewer than `n` finished."""
     batch = ops.shape(alive_scores)[0]
+    if n is not None:
+        return _n_best(alive, alive_scores, done_tokens, done_scores, penalty, beams, n)
     has_done = done_scores[:, 0] > NEG_INF / 2
     # The width spelt out: `-1` is ambiguous when no sentence is left (batch 0).
     live_best = ops.reshape(alive, (batch, beams, ops.shape(alive)[-1]))[:, 0]
     tokens = ops.where(has_done[:, None], done_tokens[:, 0], live_best)
     return tokens, ops.where(has_done, done_scores[:, 0], alive_scores[:, 0] / penalty)
+
+
+def _n_best(alive, alive_scores, done_tokens, done_scores, penalty, beams: int, n: int):
+    """`(B, n, L + 1)` tokens and `(B, n)` scores: the finished hypotheses (already sorted,
+    best first), followed by the live ones (sorted too) where fewer than `n` finished."""
+    batch = ops.shape(alive_scores)[0]
+    finished = ops.sum(ops.cast(done_scores > NEG_INF / 2, "int32"), axis=1)  # (B,)
+    slots = ops.arange(n, dtype="int32")[None, :]  # (1, n)
+    from_done = slots < finished[:, None]  # (B, n)
+    live_slot = ops.clip(slots - finished[:, None], 0, beams - 1)
+    live = ops.reshape(alive, (batch, beams, ops.shape(alive)[-1]))
+    tokens = ops.where(
+        from_done[:, :, None],
+        done_tokens[:, :n],
+        take_along_rows(live, live_slot),
+    )
+    live_scores = take_along_rows(alive_scores / penalty[:, None], live_slot)
+    return tokens, ops.where(from_done, done_scores[:, :n], live_scores)

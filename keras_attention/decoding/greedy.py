@@ -10,15 +10,8 @@ ending with EOS, then padding.
 
 from keras import ops
 
-from keras_attention.core.sequence_buffer import write_positions
-from keras_attention.core.special_tokens import EOS_ID, PAD_ID
-from keras_attention.decoding.constraints import (
-    DEFAULT_EXTRA_LENGTH,
-    first_tokens,
-    restrict,
-    start_search,
-)
-from keras_attention.decoding.staged_loop import DEFAULT_STAGES, staged_while_loop, take_sentences
+from keras_attention.decoding.constraints import DEFAULT_EXTRA_LENGTH
+from keras_attention.decoding.row_loop import decode_rows
 
 
 def greedy_search(
@@ -54,39 +47,21 @@ def greedy_search(
     >>> keras.ops.shape(tokens), keras.ops.shape(scores)
     ((2, 6), (2,))
     """
-    batch, limits, length, state = start_search(
-        model, source_ids, 1, max_length, extra_length, use_cache
+    source_ids = ops.convert_to_tensor(source_ids, "int32")
+    rows = ops.shape(source_ids)[0]
+
+    def pick(log_probs, step, keys):
+        return ops.argmax(log_probs, axis=-1)
+
+    tokens, scores = decode_rows(
+        model,
+        source_ids,
+        1,
+        pick,
+        ops.zeros((rows,), "int32"),
+        max_length,
+        extra_length,
+        use_cache,
+        drop_finished,
     )
-    tokens = first_tokens(batch, length)  # (B, L + 1)
-    scores = ops.zeros((batch,), "float32")
-    finished = ops.zeros((batch,), "bool")
-
-    def cond(step, tokens, scores, finished, limits, state):
-        return ops.logical_and(step < length, ops.logical_not(ops.all(finished)))
-
-    def body(step, tokens, scores, finished, limits, state):
-        log_probs, state = model.decode_step(state, tokens, step)
-        log_probs = restrict(log_probs, step, limits)
-        best = ops.cast(ops.argmax(log_probs, axis=-1), "int32")  # (B,)
-        token = ops.where(finished, PAD_ID, best)
-        scores = scores + ops.where(finished, 0.0, ops.max(log_probs, axis=-1))
-        tokens = write_positions(tokens, step + 1, token[:, None])
-        finished = ops.logical_or(finished, ops.equal(token, EOS_ID))
-        return step + 1, tokens, scores, finished, limits, state
-
-    def take_rows(variables, rows):
-        step, *per_sentence, state = variables
-        kept = [take_sentences(tensor, rows) for tensor in per_sentence]
-        return step, *kept, model.select_sentences(state, rows)
-
-    zero = ops.convert_to_tensor(0, "int32")
-    tokens, scores = staged_while_loop(
-        cond,
-        body,
-        (zero, tokens, scores, finished, limits, state),
-        rows_done=lambda variables: variables[3],
-        take_rows=take_rows,
-        finish=lambda variables: (variables[1], variables[2]),
-        stages=DEFAULT_STAGES if drop_finished else 1,
-    )
-    return tokens[:, 1:], scores
+    return tokens[:, 0], scores[:, 0]

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_attention.core.weights_file import load_weights_bytes, weights_bytes
 from keras_attention.models.transformer import Transformer
 
 
@@ -11,7 +12,9 @@ def copy_with_dtype(model: Transformer, dtype: str = "float32") -> Transformer:
     A model trained under a mixed-precision policy (`"mixed_bfloat16"`, `"mixed_float16"`)
     keeps float32 variables but computes in bfloat16 or float16; its float32 copy decodes
     with the same weights at full precision (on CPUs without fast bfloat16 matmuls, also
-    faster: see `export_translator`).
+    faster: see `export_translator`). The copy is a plain model: a LoRA model's copy has
+    the merged kernels and no LoRA layers (the weights go through a `.weights.h5` file in
+    memory, which Keras writes with LoRA merged), which is what an export writes.
 
     Args:
         model: a built `Transformer`.
@@ -35,5 +38,5 @@ def copy_with_dtype(model: Transformer, dtype: str = "float32") -> Transformer:
     config["dtype"] = keras.DTypePolicy(dtype)
     copy = type(model).from_config(config)
     copy.build()
-    copy.set_weights(model.get_weights())
+    load_weights_bytes(copy, weights_bytes(model))
     return copy

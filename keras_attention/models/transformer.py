@@ -18,6 +18,7 @@ from keras_attention.layers.quantized_sublayers import (
     with_quantized_sublayers,
     without_quantized_sublayers,
 )
+from keras_attention.models import lora
 from keras_attention.models.deferred_collection import deferred_garbage_collection
 
 # Measured with `tools/benchmark.py decode --engines-only` and side by side in one process
@@ -454,6 +455,30 @@ class Transformer(keras.Model):
             [ops.take(cache, sentences, axis=1) for cache in cross],
         )
 
+    def sequence_log_probs(self, source_ids, target_in_ids):
+        """Float32 log-probabilities `(batch, T, vocabulary)` of the token after each position
+        of `target_in_ids` (BOS first), in one forward pass: forced decoding
+        (`keras_attention.decoding.forced`)."""
+        logits = self((source_ids, target_in_ids), training=False)
+        return ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+
+    def cross_attention_weights(self, source_ids, target_in_ids, layer: int = -1):
+        """The decoder's cross-attention weights at block `layer`, averaged over the heads:
+        float32 `(batch, T, S)`, row `t` what position `t` of `target_in_ids` attends to
+        while predicting the next token (the alignments of `keras_attention.serving.alignment`).
+        """
+        encoded, source_mask = self.encode(source_ids)
+        hidden = self.target_embedding(target_in_ids)
+        scores = self.decoder(
+            hidden,
+            encoded,
+            decoder_padding_mask=masks.padding_mask(target_in_ids),
+            encoder_padding_mask=source_mask,
+            return_attention_scores=True,
+        )[1]
+        weights = scores[layer]["cross_attention"]  # (B, heads, T, S)
+        return ops.mean(ops.cast(weights, "float32"), axis=1)
+
     def call(self, inputs, training=None):
         if isinstance(inputs, dict):
             source_ids, target_ids = inputs["source"], inputs["target_in"]
@@ -502,6 +527,46 @@ class Transformer(keras.Model):
             warnings.warn(DYNAMIC_INT8_WARNING, stacklevel=2)
         with deferred_garbage_collection():
             super().quantize(mode=mode, config=config, **kwargs)
+
+    def enable_lora(
+        self,
+        rank: int,
+        target_names: list[str] | None = None,
+        lora_alpha: float | None = None,
+    ) -> list[str]:
+        """LoRA, as keras-hub's `Backbone.enable_lora(rank)`: every weight frozen, a trainable
+        low-rank update on the layers named `target_names` (see `keras_attention.models.lora`).
+
+        Args:
+            rank: the update's rank.
+            target_names: the `Dense` layers to adapt, by name: by default keras-hub's, the
+                attention's `"query"` and `"value"` projections (of every attention: the
+                encoder's, the decoder's and the cross-attention); `"key"`,
+                `"attention_output"`, and the feed-forward's `"inner"` and `"output"` are the
+                others.
+            lora_alpha: the update is scaled by `lora_alpha / rank`; default `rank`.
+
+        Returns:
+            The paths of the adapted layers.
+
+        Example:
+
+        >>> model = Transformer.from_preset("tiny", vocabulary_size=100)
+        >>> model.build()
+        >>> len(model.enable_lora(4))  # query and value of 4 + 4 self- and 4 cross-attentions
+        24
+        >>> sorted({weight.name for weight in model.trainable_weights})  # nothing else trains
+        ['lora_kernel_a', 'lora_kernel_b']
+        """
+        return lora.enable_lora(self, rank, target_names, lora_alpha)
+
+    def save_lora_weights(self, filepath: str | os.PathLike) -> None:
+        """Writes only the LoRA kernels to `filepath` (`*.lora.h5`), atomically."""
+        lora.save_lora_weights(self, filepath)
+
+    def load_lora_weights(self, filepath: str | os.PathLike) -> None:
+        """Reads a `*.lora.h5` file into this model, whose LoRA is enabled alike."""
+        lora.load_lora_weights(self, filepath)
 
     # Keras's saving hooks: a quantized model's `.keras` file records which sub-layers were
     # quantized, and how (`layers.quantized_sublayers`); files of the old projection layout

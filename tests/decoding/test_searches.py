@@ -593,3 +593,38 @@ def test_an_unbuilt_model_is_named(search):
     )  # fmt: skip
     with pytest.raises(ValueError, match=r"model unbuilt is not built: call model\.build\(\)"):
         search(model, SOURCES)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_n_best_list_is_the_beam_sorted_best_first_with_the_best_hypothesis_on_top(seed):
+    model = eos_model(seed, eos_slope=0.3)
+    kwargs = dict(beam_size=4, alpha=0.6, extra_length=EXTRA_LENGTH)
+    best, best_scores = beam_search(model, SOURCES, **kwargs)
+    tokens, scores = beam_search(model, SOURCES, num_hypotheses=4, **kwargs)
+    tokens, scores = to_numpy(tokens), to_numpy(scores)
+    assert tokens.shape[:2] == (len(SOURCES), 4) and scores.shape == (len(SOURCES), 4)
+    np.testing.assert_array_equal(tokens[:, 0], to_numpy(best))
+    assert_close(scores[:, 0], best_scores)
+    assert np.all(np.diff(scores, axis=1) <= 0), scores  # best first
+    for sentence in tokens:  # distinct hypotheses
+        assert len({tuple(row) for row in sentence}) == 4
+    fewer, fewer_scores = beam_search(model, SOURCES, num_hypotheses=2, **kwargs)
+    np.testing.assert_array_equal(to_numpy(fewer), tokens[:, :2])
+    assert_close(fewer_scores, scores[:, :2])
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_beam_of_one_s_n_best_list_is_greedy_search(seed):
+    model = eos_model(seed, eos_slope=0.3)
+    greedy, greedy_scores = greedy_search(model, SOURCES, extra_length=EXTRA_LENGTH)
+    tokens, scores = beam_search(
+        model, SOURCES, beam_size=1, alpha=0.0, extra_length=EXTRA_LENGTH, num_hypotheses=1
+    )
+    np.testing.assert_array_equal(to_numpy(tokens)[:, 0], to_numpy(greedy))
+    assert_close(to_numpy(scores)[:, 0], greedy_scores)
+
+
+def test_an_n_best_list_longer_than_the_beam_is_refused():
+    model = eos_model(0)
+    with pytest.raises(ValueError, match="num_hypotheses must be at most beam_size=2"):
+        beam_search(model, SOURCES, beam_size=2, num_hypotheses=3)
