@@ -73,7 +73,7 @@ def sample_search(
     """
     copies = 1 if num_samples is None else num_samples
     check_positive_int("num_samples", copies)
-    _check_filters(temperature, top_k, top_p)
+    check_sampling(temperature, top_k, top_p)
     source_ids = ops.convert_to_tensor(source_ids, "int32")
     batch = ops.shape(source_ids)[0]
     if sentence_keys is None:
@@ -96,7 +96,9 @@ def sample_search(
     return tokens, scores
 
 
-def _check_filters(temperature, top_k, top_p) -> None:
+def check_sampling(temperature, top_k, top_p) -> None:
+    """Raises `ValueError` naming `temperature`, `top_k` or `top_p` when a number given for it
+    is out of range (tensors are checked where they are used)."""
     if isinstance(temperature, int | float) and not temperature > 0:
         raise ValueError(f"temperature must be above 0; got temperature={temperature}")
     if isinstance(top_k, int) and (isinstance(top_k, bool) or top_k < 0):

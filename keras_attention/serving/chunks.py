@@ -20,50 +20,66 @@ def map_length_sorted_chunks(
     source_ids: tf.Tensor,
     lengths: tf.Tensor,
     chunk_size: int,
-) -> tuple[tf.Tensor, tf.Tensor]:
+    extra_inputs: tuple = (),
+    output_specs: tuple = ((tf.string, ()), (tf.float32, ())),
+    with_positions: bool = False,
+) -> tuple:
     """Applies `translate_chunk` to length-sorted chunks of `source_ids`, in request order.
 
     Args:
-        translate_chunk: `(batch, S) int32 ids -> (translations tf.string (batch,),
-            scores float32 (batch,))`.
+        translate_chunk: `(batch, S) int32 ids[, positions][, *extra chunks] -> tuple` of
+            tensors with one row per sentence (by default `(translations tf.string (batch,),
+            scores float32 (batch,))`; rows may have more axes, such as an n-best list's).
         source_ids: int32 `(batch, S)` source ids, each row its `lengths[i]` tokens then EOS,
             padded with 0.
         lengths: `(batch,)` the number of tokens before EOS in each row.
         chunk_size: the most sentences decoded at once.
+        extra_inputs: tensors with a row per sentence that go with it into its chunk (the
+            targets to score, say), uncut.
+        output_specs: `(dtype, shape of a row)` of each of `translate_chunk`'s outputs, in
+            order (`(tf.string, (4,))` for an n-best list of 4 translations a sentence).
+        with_positions: also give `translate_chunk` the int32 `(batch,)` positions of its
+            sentences in the request (a sampler's keys, which then do not depend on chunks).
 
     Returns:
-        `(translations, scores)` of the whole batch, in the order of `source_ids`.
+        `translate_chunk`'s outputs for the whole batch, in the order of `source_ids`.
     """
     lengths = tf.cast(lengths, tf.int32)
     batch = tf.shape(source_ids)[0]
     order = tf.argsort(lengths, stable=True)
     sorted_ids = tf.gather(source_ids, order)
     sorted_lengths = tf.gather(lengths, order)
+    sorted_extra = [tf.gather(tensor, order) for tensor in extra_inputs]
     num_chunks = (batch + chunk_size - 1) // chunk_size
-    translations = tf.TensorArray(tf.string, size=num_chunks, infer_shape=False)
-    scores = tf.TensorArray(tf.float32, size=num_chunks, infer_shape=False)
+    arrays = tuple(
+        tf.TensorArray(dtype, size=num_chunks, infer_shape=False) for dtype, _ in output_specs
+    )
 
-    def body(index, translations, scores):
+    def body(index, arrays):
         start = index * chunk_size
         end = tf.minimum(start + chunk_size, batch)
         width = tf.reduce_max(sorted_lengths[start:end]) + 1  # the chunk's longest, with EOS
-        chunk_translations, chunk_scores = translate_chunk(sorted_ids[start:end, :width])
-        return (
-            index + 1,
-            translations.write(index, chunk_translations),
-            scores.write(index, tf.cast(chunk_scores, tf.float32)),
+        arguments = [sorted_ids[start:end, :width]]
+        if with_positions:
+            arguments.append(order[start:end])
+        arguments += [tensor[start:end] for tensor in sorted_extra]
+        outputs = translate_chunk(*arguments)
+        return index + 1, tuple(
+            array.write(index, tf.cast(output, array.dtype))
+            for array, output in zip(arrays, outputs, strict=True)
         )
 
-    _, translations, scores = tf.while_loop(
+    _, arrays = tf.while_loop(
         lambda index, *_: index < num_chunks,
         body,
-        (tf.constant(0), translations, scores),
+        (tf.constant(0), arrays),
         parallel_iterations=1,  # one chunk in memory at a time
     )
     restore = tf.math.invert_permutation(order)
-    translations = tf.gather(translations.concat(), restore)
-    scores = tf.gather(scores.concat(), restore)
-    # Vectors, as the signature declares them (`TensorArray.concat` loses the rank).
-    translations.set_shape([None])
-    scores.set_shape([None])
-    return translations, scores
+    results = []
+    for array, (_, row_shape) in zip(arrays, output_specs, strict=True):
+        result = tf.gather(array.concat(), restore)
+        # The shape the caller declared (`TensorArray.concat` loses the rank).
+        result.set_shape([None, *row_shape])
+        results.append(result)
+    return tuple(results)

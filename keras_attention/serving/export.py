@@ -3,8 +3,17 @@
 The `serving_default` signature takes `sentences` (a vector, rank 1, of `tf.string`; any other
 rank is refused with an error giving it) and returns `translations` (`tf.string`, one per
 sentence) and `scores` (`float32`, the length-penalised beam score; the sum of log-probabilities
-for greedy search, `beam_size=1`). The `greedy` signature, beside it, takes and returns the
-same with greedy search, for callers who want latency over quality. The subword tokenizer
+for greedy search, `beam_size=1`). Beside it:
+
+- `greedy` (`sentences`): `translations`, `scores` `(batch,)` by greedy search, for latency;
+- `n_best` (`sentences`): `translations`, `scores` `(batch, beam_size)`, the n-best lists;
+- `sample` (`sentences`, and scalars `seed` int64, `temperature` float32, `top_k` int32,
+  `top_p` float32, where 0 and 1.0 mean no cut): `translations`, `scores` `(batch,)`, one
+  sample a sentence and its log-probability under the model;
+- `score` (`sentences`, `targets`): `scores` (length-penalised), `log_probs`, `per_token`
+  and `lengths` `(batch,)`, the targets' forced-decoding scores.
+
+The subword tokenizer
 (tensorflow-text), the search and the detokenizer are all in the graph
 (`keras_attention.serving.translator`); only TensorFlow and tensorflow-text ops are used, so TF
 Serving (which links both) runs it with no Python. The export carries TF Serving's warm-up
@@ -24,14 +33,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_attention.core.atomic_files import json_text, move_folder_into_place
 from keras_attention.core.checks import check_int_at_least
 from keras_attention.core.file_checks import CorruptFileError, read_json_record
 from keras_attention.core.literal_paths import literal_path
+from keras_attention.decoding.ensemble import Ensemble
 from keras_attention.models.dtype_copy import copy_with_dtype
-from keras_attention.serving.translator import SENTENCES_SPEC, Translator
+from keras_attention.models.lora import lora_layers
+from keras_attention.serving.translator import (
+    SAMPLE_SPECS,
+    SENTENCES_SPEC,
+    TARGETS_SPEC,
+    Translator,
+)
 from keras_attention.serving.warmup_requests import (
     DEFAULT_WARMUP_SENTENCES,
     check_warmup_sentences,
@@ -42,6 +59,20 @@ SIGNATURE_KEY = "serving_default"
 # The export's description of itself (languages, search), beside TF Serving's warm-up file.
 METADATA_FILE = "assets.extra/keras_attention.json"
 GREEDY_SIGNATURE_KEY = "greedy"
+N_BEST_SIGNATURE_KEY = "n_best"
+SAMPLE_SIGNATURE_KEY = "sample"
+SCORE_SIGNATURE_KEY = "score"
+# The warm-up requests' inputs beyond the sentences: a plain sample, and each sentence scored
+# as its own translation.
+WARMUP_INPUTS = {
+    SAMPLE_SIGNATURE_KEY: lambda batch: {
+        "seed": np.int64(0),
+        "temperature": np.float32(1.0),
+        "top_k": np.int32(0),
+        "top_p": np.float32(1.0),
+    },
+    SCORE_SIGNATURE_KEY: lambda batch: {"targets": np.array(batch, dtype=object)},
+}
 # A staging folder of `export_translator`: `tempfile.mkdtemp(prefix=f".{version}-")`, which
 # adds 8 characters of `tempfile`'s alphabet; its lock file is held while the export runs.
 STAGING_NAME = re.compile(r"\.(\d+)-[a-z0-9_]{8}")
@@ -149,9 +180,12 @@ def export_translator(
 ) -> Path:
     """Writes the translator as a SavedModel in `export_dir/<version>/`, atomically.
 
-    The SavedModel has two signatures, `serving_default` (the translator's search) and
-    `greedy`, and TF Serving's warm-up requests (`keras_attention.serving.warmup_requests`): each
-    signature on the first warm-up sentence alone, then on all of them.
+    The SavedModel has the signatures of the module's table (`serving_default`, the
+    translator's search, then `greedy`, `n_best`, `sample` and `score`), and TF Serving's
+    warm-up requests (`keras_attention.serving.warmup_requests`): each signature on the first
+    warm-up sentence alone, then on all of them. An `Ensemble` translator exports as one
+    SavedModel holding every member; a LoRA model exports its merged kernels (a plain copy,
+    no LoRA ops).
 
     Written with `keras.export.ExportArchive`, which tracks the model's variables so that
     loaders restoring them by name (TF Serving, `saved_model_cli run`) find every one (a plain
@@ -195,8 +229,7 @@ def export_translator(
         warmup_sentences = DEFAULT_WARMUP_SENTENCES
     check_warmup_sentences(warmup_sentences)
     warmup_sentences = list(warmup_sentences)
-    if dtype is not None and translator.model.dtype_policy.name != dtype:
-        translator = translator.with_model(copy_with_dtype(translator.model, dtype))
+    translator = translator.with_model(plain_model(translator.model, dtype))
     export_dir = Path(export_dir)
     export_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(export_dir)
@@ -209,17 +242,21 @@ def export_translator(
     try:
         lock = _lock_staging(staging)  # held until the staging folder is gone
         archive = keras.export.ExportArchive()
-        archive.track(translator.model)
+        for model in members(translator.model):
+            archive.track(model)
         archive.track(translator.tokenizer)
-        archive.add_endpoint(
-            SIGNATURE_KEY, translator.translate_graph, input_signature=[SENTENCES_SPEC]
-        )
-        archive.add_endpoint(
-            GREEDY_SIGNATURE_KEY, translator.greedy_graph, input_signature=[SENTENCES_SPEC]
-        )
+        endpoints = {
+            SIGNATURE_KEY: (translator.translate_graph, [SENTENCES_SPEC]),
+            GREEDY_SIGNATURE_KEY: (translator.greedy_graph, [SENTENCES_SPEC]),
+            N_BEST_SIGNATURE_KEY: (translator.n_best_graph, [SENTENCES_SPEC]),
+            SAMPLE_SIGNATURE_KEY: (translator.sample_graph, SAMPLE_SPECS),
+            SCORE_SIGNATURE_KEY: (translator.score_graph, [SENTENCES_SPEC, TARGETS_SPEC]),
+        }
+        for name, (function, specs) in endpoints.items():
+            archive.add_endpoint(name, function, input_signature=specs)
         archive.write_out(str(staging / "model"), verbose=False)
         write_warmup_requests(
-            staging / "model", [SIGNATURE_KEY, GREEDY_SIGNATURE_KEY], warmup_sentences
+            staging / "model", list(endpoints), warmup_sentences, other_inputs=WARMUP_INPUTS
         )
         described = {
             **(metadata or {}),
@@ -233,6 +270,22 @@ def export_translator(
         if lock is not None:
             lock.close()
     return target
+
+
+def members(model) -> list:
+    """The models of an `Ensemble`, or `[model]`."""
+    return list(model.models) if isinstance(model, Ensemble) else [model]
+
+
+def plain_model(model, dtype: str | None):
+    """`model` as an export holds it: computing in `dtype` (`None`: as it does), its LoRA
+    merged into its kernels (a plain copy, no LoRA ops in the graph); an `Ensemble` member by
+    member."""
+    if isinstance(model, Ensemble):
+        return Ensemble([plain_model(member, dtype) for member in model.models], model.weights)
+    if (dtype is not None and model.dtype_policy.name != dtype) or lora_layers(model):
+        return copy_with_dtype(model, dtype or model.dtype_policy.name)
+    return model
 
 
 class ExportMetadata(typing.TypedDict, total=False):

@@ -16,16 +16,33 @@ import tensorflow as tf
 from keras_attention.core.checks import check_int_at_least
 from keras_attention.core.special_tokens import EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
-from keras_attention.decoding import DEFAULT_EXTRA_LENGTH, beam_search, greedy_search
+from keras_attention.decoding import (
+    DEFAULT_EXTRA_LENGTH,
+    beam_search,
+    forced_scores,
+    greedy_search,
+    sample_search,
+)
+from keras_attention.decoding.sampling import check_sampling
 from keras_attention.models import preset_sources
 from keras_attention.models.preset_folder import save_to_preset
 from keras_attention.models.transformer import Transformer
+from keras_attention.serving.alignment import align_words
 from keras_attention.serving.chunks import map_length_sorted_chunks
 
 # Sentences decoded at once by default: requests of 64 were about twice as fast per sentence
 # as one request of 2,000, whose memory grew by 5-9 GB (issue 13).
 DEFAULT_CHUNK_SIZE = 64
 SENTENCES_SPEC = tf.TensorSpec([None], tf.string, name="sentences")
+TARGETS_SPEC = tf.TensorSpec([None], tf.string, name="targets")
+# The `sample` signature's inputs: the sentences, then the random stream and its cuts.
+SAMPLE_SPECS = [
+    SENTENCES_SPEC,
+    tf.TensorSpec([], tf.int64, name="seed"),
+    tf.TensorSpec([], tf.float32, name="temperature"),
+    tf.TensorSpec([], tf.int32, name="top_k"),
+    tf.TensorSpec([], tf.float32, name="top_p"),
+]
 SENTENCES_RANK_ERROR = "sentences must be a vector (rank 1) of strings; got rank"
 # Strings in and out need the tokenizer (tensorflow-text) and the search in one TF graph.
 BACKEND_ERROR = (
@@ -149,6 +166,7 @@ class Translator(tf.Module):
         self.max_source_length = max_source_length
         self.extra_length = extra_length
         self.chunk_size = chunk_size
+        self._samplers = {}  # a traced `sample` per number of samples
 
     @classmethod
     def from_preset(
@@ -243,19 +261,21 @@ class Translator(tf.Module):
             self.chunk_size,
         )
 
-    def encode(self, sentences):
-        """Sentences -> `(batch, S)` int32 source ids ending with EOS, padded with 0."""
+    def encode(self, sentences, cut: bool = True):
+        """Sentences -> `(batch, S)` int32 ids ending with EOS, padded with 0, at most
+        `max_source_length` with EOS (unless not `cut`); and the tokens before EOS."""
         sentences = tf.strings.unicode_transcode(
             sentences, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
         )
         pieces = self.tokenizer.tokenize(tf.strings.strip(sentences))
-        pieces = pieces[:, : self.max_source_length - 1]
+        if cut:
+            pieces = pieces[:, : self.max_source_length - 1]
         eos = tf.fill([pieces.nrows(), 1], tf.constant(EOS_ID, tf.int32))
         ids = tf.concat([tf.cast(pieces, tf.int32), eos], axis=1)
         return ids.to_tensor(PAD_ID), pieces.row_lengths()
 
-    def _search(self, source_ids, beam_size: int):
-        if beam_size == 1:
+    def _search(self, source_ids, beam_size: int, num_hypotheses: int | None = None):
+        if beam_size == 1 and num_hypotheses is None:
             return greedy_search(self.model, source_ids, extra_length=self.extra_length)
         return beam_search(
             self.model,
@@ -263,6 +283,7 @@ class Translator(tf.Module):
             beam_size=beam_size,
             alpha=self.alpha,
             extra_length=self.extra_length,
+            num_hypotheses=num_hypotheses,
         )
 
     def translate(self, sentences):
@@ -298,6 +319,145 @@ class Translator(tf.Module):
         translations = self.translate(list(sentences))["translations"].numpy()
         return [text.decode("utf-8") for text in translations]
 
+    def n_best(self, sentences, num_hypotheses: int | None = None):
+        """The n-best list of each sentence: its beam search's `num_hypotheses` best
+        hypotheses (default: all `beam_size`), best first, with their scores (the
+        length-penalised log-probabilities that `translate` reports for the first).
+
+        Args:
+            sentences: a vector (rank 1) of strings.
+            num_hypotheses: how many, at most `beam_size`.
+
+        Returns:
+            `{"translations": tf.string (batch, N), "scores": float32 (batch, N)}`.
+
+        Raises:
+            ValueError: if `num_hypotheses` is not in `[1, beam_size]`, or `sentences` is not
+                a vector.
+
+        Example:
+
+        >>> translator = Translator.from_preset("runs/translator")  # beam 2
+        >>> result = translator.n_best(["A man rides a bike."])
+        >>> result["translations"].shape, bool(result["scores"][0, 0] >= result["scores"][0, 1])
+        (TensorShape([1, 2]), True)
+        """
+        count = self.beam_size if num_hypotheses is None else num_hypotheses
+        check_int_at_least("num_hypotheses", count, 1)
+        if count > self.beam_size:
+            raise ValueError(
+                f"num_hypotheses must be at most the beam size {self.beam_size}; got "
+                f"num_hypotheses={count}"
+            )
+        result = self._n_best(check_sentences(sentences))
+        return {name: value[:, :count] for name, value in result.items()}
+
+    def sample(
+        self,
+        sentences,
+        num_samples: int | None = None,
+        seed: int = 0,
+        temperature: float = 1.0,
+        top_k: int = 0,
+        top_p: float = 1.0,
+    ):
+        """Sampled translations (`keras_attention.decoding.sample_search`): each token drawn
+        from the model's distribution, after `temperature`, cut to `top_k` tokens and to the
+        nucleus `top_p` (0 and 1.0: no cut). The same seed gives the same samples, whatever
+        the batch or its chunks (a sentence's stream is keyed by its place in `sentences`).
+
+        Args:
+            sentences: a vector (rank 1) of strings.
+            num_samples: samples per sentence; `None` for one, without the samples' axis.
+            seed: the random stream's seed.
+            temperature, top_k, top_p: as in `sample_search`.
+
+        Returns:
+            `{"translations": tf.string (batch,) or (batch, num_samples), "scores": float32}`,
+            the scores being each sample's log-probability under the model.
+
+        Raises:
+            ValueError: for a setting out of range, naming it.
+
+        Example:
+
+        >>> translator = Translator.from_preset("runs/translator")
+        >>> first = translator.sample(["A man rides a bike."], num_samples=3, seed=7)
+        >>> again = translator.sample(["A man rides a bike."], num_samples=3, seed=7)
+        >>> same = tf.reduce_all(first["translations"] == again["translations"])
+        >>> first["translations"].shape, bool(same)
+        (TensorShape([1, 3]), True)
+        """
+        copies = 1 if num_samples is None else num_samples
+        check_int_at_least("num_samples", copies, 1)
+        check_sampling(temperature, top_k, top_p)
+        if copies not in self._samplers:
+            self._samplers[copies] = tf.function(
+                lambda *args: self._sample_graph(*args, num_samples=copies),
+                input_signature=SAMPLE_SPECS,
+                autograph=False,
+            )
+        result = self._samplers[copies](
+            check_sentences(sentences),
+            tf.constant(seed, tf.int64),
+            tf.constant(temperature, tf.float32),
+            tf.constant(top_k, tf.int32),
+            tf.constant(top_p, tf.float32),
+        )
+        if num_samples is None:
+            return {name: value[:, 0] for name, value in result.items()}
+        return result
+
+    def score(self, sentences, targets):
+        """The model's score of given translations, by forced decoding (one forward pass):
+        `keras_attention.decoding.forced_scores` on the tokenized pairs.
+
+        Args:
+            sentences: a vector (rank 1) of source strings.
+            targets: a vector of their translations, as many.
+
+        The sources are cut to `max_source_length` tokens as for translating; the targets
+        are scored whole.
+
+        Returns:
+            `{"scores": float32 (batch,)`, the log-probability divided by the length penalty
+            with this translator's `alpha` (what `translate` reports for its own output),
+            `"log_probs"`: the raw log-probability, `"per_token"`: divided by the tokens
+            (EOS included), `"lengths"`: int32 tokens}`.
+
+        Raises:
+            ValueError: if the two are not vectors of the same length.
+
+        Example:
+
+        >>> translator = Translator.from_preset("runs/translator")
+        >>> own = translator.translate(["A man rides a bike."])
+        >>> scored = translator.score(["A man rides a bike."], own["translations"])
+        >>> bool(abs(scored["scores"][0] - own["scores"][0]) < 1e-3)
+        True
+        """
+        sentences, targets = check_sentences(sentences), check_sentences(targets)
+        if sentences.shape[0] != targets.shape[0]:
+            raise ValueError(
+                f"score needs one target per sentence; got {sentences.shape[0]} sentences "
+                f"and {targets.shape[0]} targets"
+            )
+        return self._score(sentences, targets)
+
+    def align(self, sentences: Sequence[str], translations: Sequence[str]) -> list[str]:
+        """Word alignments of each sentence and its translation, from the last decoder
+        block's cross-attention (averaged over heads; see `keras_attention.serving.alignment`
+        for the rule and its known weakness), in Pharaoh format: `"i-j"` pairs, `i` a source
+        word and `j` a target word, words being whitespace-separated tokens, counted from 0.
+
+        Example:
+
+        >>> translator = Translator.from_preset("runs/translator")
+        >>> translator.align(["a man"], ["ein Mann"])[0].count("-") >= 2
+        True
+        """
+        return align_words(self, list(sentences), list(translations))
+
     # Without AutoGraph, as `ExportArchive` traces its endpoints: the searches are built from
     # explicit loops (`keras.ops.while_loop`), so converting their Python source only costs
     # time (a beam search's first trace took 10.3 s with AutoGraph, 5.4 s without, the
@@ -305,6 +465,14 @@ class Translator(tf.Module):
     @tf.function(input_signature=[SENTENCES_SPEC], autograph=False)
     def _translate(self, sentences):
         return self.translate_graph(sentences)
+
+    @tf.function(input_signature=[SENTENCES_SPEC], autograph=False)
+    def _n_best(self, sentences):
+        return self.n_best_graph(sentences)
+
+    @tf.function(input_signature=[SENTENCES_SPEC, TARGETS_SPEC], autograph=False)
+    def _score(self, sentences, targets):
+        return self.score_graph(sentences, targets)
 
     def translate_graph(self, sentences):
         """The body of `translate`, to be traced by `tf.function` or `ExportArchive`."""
@@ -314,23 +482,122 @@ class Translator(tf.Module):
         """`translate_graph` with greedy search: the export's `greedy` signature."""
         return self._translate_graph(sentences, 1)
 
-    def _translate_graph(self, sentences, beam_size: int):
-        source_ids, lengths = self.encode(check_sentences(sentences))
+    def n_best_graph(self, sentences):
+        """The body of `n_best` (all `beam_size` hypotheses): the export's `n_best`
+        signature, `translations` and `scores` `(batch, beam_size)`."""
+        beams = self.beam_size
 
-        def translate_chunk(chunk_ids):
+        def decode(chunk_ids):
+            tokens, scores = self._search(chunk_ids, beams, num_hypotheses=beams)
+            width = tf.shape(tokens)[-1]
+            texts = self.tokenizer.detokenize(tf.reshape(tokens, [-1, width]))
+            return tf.reshape(texts, [-1, beams]), scores
+
+        specs = ((tf.string, (beams,)), (tf.float32, (beams,)))
+        translations, scores = self._decode_graph(sentences, decode, specs)
+        return {"translations": translations, "scores": scores}
+
+    def sample_graph(self, sentences, seed, temperature, top_k, top_p):
+        """The body of `sample` with one sample a sentence: the export's `sample` signature
+        (`sentences`, `seed` int64, `temperature` float32, `top_k` int32, `top_p` float32 ->
+        `translations` and `scores` `(batch,)`)."""
+        result = self._sample_graph(sentences, seed, temperature, top_k, top_p, num_samples=1)
+        return {name: value[:, 0] for name, value in result.items()}
+
+    def _sample_graph(self, sentences, seed, temperature, top_k, top_p, num_samples: int):
+        checks = [
+            tf.debugging.assert_greater(temperature, 0.0, "temperature must be above 0"),
+            tf.debugging.assert_non_negative(top_k, "top_k must be 0 (off) or positive"),
+            tf.debugging.assert_greater(top_p, 0.0, "top_p must be in (0, 1]"),
+            tf.debugging.assert_less_equal(top_p, 1.0, "top_p must be in (0, 1]"),
+        ]
+        with tf.control_dependencies(checks):
+            seed = tf.cast(tf.math.floormod(seed, 2**31), tf.int32)
+
+        def decode(chunk_ids, positions):
+            tokens, scores = sample_search(
+                self.model,
+                chunk_ids,
+                num_samples=num_samples,
+                temperature=temperature,
+                top_k=top_k,
+                top_p=top_p,
+                seed=seed,
+                sentence_keys=positions,
+                extra_length=self.extra_length,
+            )
+            width = tf.shape(tokens)[-1]
+            texts = self.tokenizer.detokenize(tf.reshape(tokens, [-1, width]))
+            return tf.reshape(texts, [-1, num_samples]), scores
+
+        specs = ((tf.string, (num_samples,)), (tf.float32, (num_samples,)))
+        translations, scores = self._decode_graph(sentences, decode, specs, with_positions=True)
+        return {"translations": translations, "scores": scores}
+
+    def score_graph(self, sentences, targets):
+        """The body of `score`: the export's `score` signature."""
+        # The targets whole: a score of a cut translation would be another translation's.
+        target_ids = self.encode(check_sentences(targets), cut=False)[0]
+
+        def decode(chunk_ids, chunk_targets):
+            width = tf.reduce_max(tf.reduce_sum(tf.cast(chunk_targets != PAD_ID, tf.int32), 1))
+            result = forced_scores(
+                self.model, chunk_ids, chunk_targets[:, : tf.maximum(width, 1)], self.alpha
+            )
+            return (result["score"], result["log_prob"], result["per_token"], result["length"])
+
+        specs = ((tf.float32, ()), (tf.float32, ()), (tf.float32, ()), (tf.int32, ()))
+        outputs = self._decode_graph(
+            sentences, decode, specs, extra_inputs=(target_ids,), blank_rows=False
+        )
+        return dict(zip(("scores", "log_probs", "per_token", "lengths"), outputs, strict=True))
+
+    def _translate_graph(self, sentences, beam_size: int):
+        def decode(chunk_ids):
             tokens, scores = self._search(chunk_ids, beam_size)
-            return self.tokenizer.detokenize(tokens), tf.cast(scores, tf.float32)
+            return self.tokenizer.detokenize(tokens), scores
+
+        translations, scores = self._decode_graph(
+            sentences, decode, ((tf.string, ()), (tf.float32, ()))
+        )
+        return {"translations": translations, "scores": scores}
+
+    def _decode_graph(
+        self,
+        sentences,
+        decode,
+        specs: tuple,
+        extra_inputs: tuple = (),
+        with_positions: bool = False,
+        blank_rows: bool = True,
+    ) -> tuple:
+        """`decode` over the encoded `sentences`, in length-sorted chunks (or at once), in
+        the request's order; an empty batch gives empty outputs of `specs`' shapes, and,
+        with `blank_rows`, a blank sentence gets `""` and 0 in every output."""
+        source_ids, lengths = self.encode(check_sentences(sentences))
 
         def search():
             if self.chunk_size is None:
-                return translate_chunk(source_ids)
-            return map_length_sorted_chunks(translate_chunk, source_ids, lengths, self.chunk_size)
+                positions = [tf.range(tf.shape(source_ids)[0])] if with_positions else []
+                outputs = decode(source_ids, *positions, *extra_inputs)
+                return tuple(
+                    tf.cast(output, dtype)
+                    for output, (dtype, _) in zip(outputs, specs, strict=True)
+                )
+            return map_length_sorted_chunks(
+                decode, source_ids, lengths, self.chunk_size, extra_inputs, specs, with_positions
+            )
 
         def nothing():
-            return tf.zeros([0], tf.string), tf.zeros([0], tf.float32)
+            return tuple(tf.zeros([0, *shape], dtype) for dtype, shape in specs)
 
-        translations, scores = tf.cond(tf.size(lengths) > 0, search, nothing)
+        outputs = tf.cond(tf.size(lengths) > 0, search, nothing)
+        if not blank_rows:
+            return outputs
         blank = tf.equal(lengths, 0)
-        translations = tf.where(blank, tf.constant(""), translations)
-        scores = tf.where(blank, tf.zeros_like(scores), scores)
-        return {"translations": translations, "scores": scores}
+        results = []
+        for output, (dtype, shape) in zip(outputs, specs, strict=True):
+            mask = tf.reshape(blank, [-1] + [1] * len(shape))
+            empty = tf.constant("") if dtype == tf.string else tf.zeros([], dtype)
+            results.append(tf.where(mask, empty, output))
+        return tuple(results)

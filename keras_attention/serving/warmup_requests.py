@@ -8,7 +8,7 @@ any size and length.
 """
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import tensorflow as tf
@@ -45,6 +45,7 @@ def write_warmup_requests(
     signature_names: Sequence[str],
     sentences: Sequence[str],
     model_name: str = "translator",
+    other_inputs: Mapping[str, Callable[[list[str]], dict]] | None = None,
 ) -> Path:
     """Writes the warm-up requests of `saved_model_dir`: for each signature, the batches of
     `warmup_batches(sentences)` as Predict requests.
@@ -54,6 +55,9 @@ def write_warmup_requests(
         signature_names: the signatures to warm up.
         sentences: the sentences of the requests (at least one, none empty).
         model_name: the `model_spec.name` of the requests (TF Serving ignores it in warm-up).
+        other_inputs: for a signature that takes more than `sentences`, a function of a
+            batch giving its other inputs (`{name: value}`, values that
+            `tf.make_tensor_proto` takes).
 
     Returns:
         The path of the file written.
@@ -77,6 +81,9 @@ def write_warmup_requests(
                     model_spec=model_pb2.ModelSpec(name=model_name, signature_name=name)
                 )
                 request.inputs["sentences"].CopyFrom(tf.make_tensor_proto(batch, tf.string))
+                extra = (other_inputs or {}).get(name)
+                for input_name, value in (extra(batch) if extra else {}).items():
+                    request.inputs[input_name].CopyFrom(tf.make_tensor_proto(value))
                 log = prediction_log_pb2.PredictionLog(
                     predict_log=prediction_log_pb2.PredictLog(request=request)
                 )

@@ -30,7 +30,7 @@ from tensorflow.python.framework import op_def_registry
 from keras_attention.core.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.decoding import beam_search, greedy_search
-from keras_attention.models import Transformer
+from keras_attention.models import Transformer, copy_with_dtype
 from keras_attention.serving.export import (
     SIGNATURE_KEY,
     STAGING_LOCK,
@@ -59,6 +59,7 @@ from tests.serving.conftest import (
     rank_error_pattern,
     translation_texts,
 )
+from tests.tolerances import assert_close
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="the export is a TensorFlow SavedModel"
@@ -79,6 +80,16 @@ PYTHON_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
 BYTES_LITERAL = r"b'(?:[^'\\]|\\.)*'|b\"(?:[^\"\\]|\\.)*\""
 FLOAT = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 MARKER = "old_version_marker"
+# Every signature of an export, with its inputs; the outputs of those that do not return
+# `translations` and `scores`.
+SIGNATURES = {
+    SIGNATURE_KEY: ["sentences"],
+    "greedy": ["sentences"],
+    "n_best": ["sentences"],
+    "sample": ["sentences", "seed", "temperature", "top_k", "top_p"],
+    "score": ["sentences", "targets"],
+}
+SIGNATURE_OUTPUTS = {"score": ["lengths", "log_probs", "per_token", "scores"]}
 
 # Bad requests: the batch, and for each sentence whether it is blank (translates to "").
 BAD_REQUESTS = {
@@ -261,24 +272,28 @@ def test_export_writes_version_1_and_nothing_else(export_root: Path, exported: P
 def test_default_warmup_sentences(exported: Path):
     requests = read_warmup_requests(exported)
     sentences = [[s.decode() for s in tf.make_ndarray(r.inputs["sentences"])] for r in requests]
-    assert sentences == warmup_batches(DEFAULT_WARMUP_SENTENCES) * 2
+    assert sentences == warmup_batches(DEFAULT_WARMUP_SENTENCES) * len(SIGNATURES)
+    signatures = [request.model_spec.signature_name for request in requests]
+    batches = warmup_batches(DEFAULT_WARMUP_SENTENCES)
+    assert signatures == [name for name in SIGNATURES for _ in batches]
+    for request in requests:  # every input of its signature, as TF Serving needs
+        assert sorted(request.inputs) == sorted(SIGNATURES[request.model_spec.signature_name])
     assert (exported / WARMUP_FILE).is_file()
 
 
 # saved_model_cli, as Serving reads the signature.
 
 
-def test_show_lists_the_serving_and_greedy_signatures(cli_show: str):
+def test_show_lists_every_signature_with_its_inputs_and_outputs(cli_show: str):
     signatures = re.findall(r"signature_def\['(\w+)'\]", cli_show)
-    assert sorted(signatures) == ["__saved_model_init_op", "greedy", SIGNATURE_KEY]
-    for name in ("greedy", SIGNATURE_KEY):
+    assert sorted(signatures) == sorted(["__saved_model_init_op", *SIGNATURES])
+    for name, inputs in SIGNATURES.items():
         serving = cli_show.split(f"signature_def['{name}']")[1].split("signature_def[")[0]
         assert "Method name is: tensorflow/serving/predict" in serving
-        assert sorted(re.findall(r"(inputs|outputs)\['(\w+)'\]", serving)) == [
-            ("inputs", "sentences"),
-            ("outputs", "scores"),
-            ("outputs", "translations"),
-        ]
+        found = re.findall(r"(inputs|outputs)\['(\w+)'\]", serving)
+        assert sorted(name for kind, name in found if kind == "inputs") == sorted(inputs)
+        outputs = SIGNATURE_OUTPUTS.get(name, ["scores", "translations"])
+        assert sorted(name for kind, name in found if kind == "outputs") == sorted(outputs)
 
 
 @pytest.mark.parametrize(
@@ -651,3 +666,57 @@ def test_lock_of_a_killed_export_is_free(tmp_path: Path):
     assert sorted(os.listdir(tmp_path / name)) == [STAGING_LOCK]
     assert remove_stale_staging(tmp_path) == [tmp_path / name]
     assert os.listdir(tmp_path) == []
+
+
+# The signatures beyond the one answer: n-best lists, sampling, forced scores.
+
+
+def test_the_n_best_sample_and_score_signatures_equal_the_library(
+    exported: Path, translator: Translator, sentences: list[str]
+):
+    loaded = tf.saved_model.load(str(exported)).signatures
+    batch = tf.constant(sentences[:4])
+    n_best, library = loaded["n_best"](sentences=batch), translator.n_best(batch)
+    assert n_best["translations"].shape == (len(sentences[:4]), BEAM_SIZE)
+    assert translation_texts(n_best["translations"]) == translation_texts(library["translations"])
+    assert_close(n_best["scores"], library["scores"])
+    settings = dict(temperature=tf.constant(0.8), top_k=tf.constant(5), top_p=tf.constant(0.9))
+    sampled = loaded["sample"](sentences=batch, seed=tf.constant(3, tf.int64), **settings)
+    library = translator.sample(batch, seed=3, temperature=0.8, top_k=5, top_p=0.9)
+    assert translation_texts(sampled["translations"]) == translation_texts(library["translations"])
+    assert_close(sampled["scores"], library["scores"])
+    targets = library["translations"]
+    scored, library = (
+        loaded["score"](sentences=batch, targets=targets),
+        translator.score(batch, targets),
+    )
+    for name in ("scores", "log_probs", "per_token"):
+        assert_close(scored[name], library[name])
+
+
+def test_a_lora_model_exports_merged_and_an_ensemble_as_one_savedmodel(
+    model: Transformer, tokenizer: SubwordTokenizer, tmp_path: Path, sentences: list[str]
+):
+    from keras_attention.decoding import Ensemble
+    from keras_attention.models.lora import lora_layers
+
+    adapted = copy_with_dtype(model, "float32")
+    adapted.enable_lora(2)
+    rng = np.random.default_rng(0)
+    for layer in lora_layers(adapted).values():
+        layer.lora_kernel_b.assign(rng.normal(0, 0.5, layer.lora_kernel_b.shape))
+    translator = make_translator(adapted, tokenizer, BEAM_SIZE)
+    path = export_translator(translator, tmp_path / "lora")
+    variables = tf.train.list_variables(str(path / "variables" / "variables"))
+    assert not [name for name, _ in variables if "lora" in name]
+    served = load_exported(path)(sentences=tf.constant(sentences[:4]))
+    library = translator.translate(sentences[:4])
+    assert translation_texts(served["translations"]) == translation_texts(library["translations"])
+    assert_close(served["scores"], library["scores"])
+
+    pair = make_translator(Ensemble([model, adapted]), tokenizer, BEAM_SIZE)
+    path = export_translator(pair, tmp_path / "ensemble")
+    served = load_exported(path)(sentences=tf.constant(sentences[:4]))
+    library = pair.translate(sentences[:4])
+    assert translation_texts(served["translations"]) == translation_texts(library["translations"])
+    assert_close(served["scores"], library["scores"])
