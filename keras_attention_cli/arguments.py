@@ -113,7 +113,9 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def add_model_arguments(parser: argparse.ArgumentParser, tool: str, run_help: str) -> None:
+def add_model_arguments(
+    parser: argparse.ArgumentParser, tool: str, run_help: str, several: bool = False
+) -> None:
     """Adds the model to use, one of `--run-dir` and `--model` (required), with the old
     spelling `--saved-model` of `--model` (`old_spellings`); see `resolve_model_argument`.
 
@@ -121,11 +123,12 @@ def add_model_arguments(parser: argparse.ArgumentParser, tool: str, run_help: st
         parser: the tool's parser.
         tool: the tool's name, for its old spellings, e.g. `"translate"`.
         run_help: the help text of `--run-dir`.
+        several: `--run-dir` may be repeated (a list: an ensemble's runs).
     """
     from keras_attention_cli.old_spellings import add_old_spellings
 
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--run-dir", help=run_help)
+    source.add_argument("--run-dir", help=run_help, action="append" if several else "store")
     source.add_argument(
         "--model", help="a run folder, a preset folder or an exported version folder (export/1)"
     )

@@ -195,15 +195,21 @@ def load_tokenizer(
     path, kind = _folder(preset)
     if kind == RUN:
         tokenizer = run_folder.load_run_tokenizer(path)
-        file = path / run_folder.TOKENIZER_FILE
     else:
         tokenizer = preset_folder.load_preset_tokenizer(path)
-        file = path / preset_folder.TOKENIZER_FILE
+    file = tokenizer_file(path)
     if model is not None:
         expected = getattr(model, "vocabulary_size", None)
         owner = f"the model of {path}"
         run_folder.check_tokenizer_fits(file, tokenizer.vocabulary_size, expected, owner)
     return tokenizer
+
+
+def tokenizer_file(preset: str | os.PathLike) -> Path:
+    """The SentencePiece model file of a run folder or a preset folder (its recaser, if
+    any, is beside it: `keras_attention.data.tokenizer.recaser_path`)."""
+    path, kind = _folder(preset)
+    return path / (run_folder.TOKENIZER_FILE if kind == RUN else preset_folder.TOKENIZER_FILE)
 
 
 def beam_search_settings(preset: str | os.PathLike) -> tuple[int, float]:

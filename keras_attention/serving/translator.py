@@ -360,6 +360,7 @@ class Translator(tf.Module):
         temperature: float = 1.0,
         top_k: int = 0,
         top_p: float = 1.0,
+        first_index: int = 0,
     ):
         """Sampled translations (`keras_attention.decoding.sample_search`): each token drawn
         from the model's distribution, after `temperature`, cut to `top_k` tokens and to the
@@ -371,6 +372,9 @@ class Translator(tf.Module):
             num_samples: samples per sentence; `None` for one, without the samples' axis.
             seed: the random stream's seed.
             temperature, top_k, top_p: as in `sample_search`.
+            first_index: the place of `sentences[0]` in a longer input that is sampled a
+                batch at a time (the sentences' keys start there), so that every batch of
+                a file gets its own random streams.
 
         Returns:
             `{"translations": tf.string (batch,) or (batch, num_samples), "scores": float32}`,
@@ -394,7 +398,7 @@ class Translator(tf.Module):
         if copies not in self._samplers:
             self._samplers[copies] = tf.function(
                 lambda *args: self._sample_graph(*args, num_samples=copies),
-                input_signature=SAMPLE_SPECS,
+                input_signature=[*SAMPLE_SPECS, tf.TensorSpec([], tf.int32)],
                 autograph=False,
             )
         result = self._samplers[copies](
@@ -403,6 +407,7 @@ class Translator(tf.Module):
             tf.constant(temperature, tf.float32),
             tf.constant(top_k, tf.int32),
             tf.constant(top_p, tf.float32),
+            tf.constant(first_index, tf.int32),
         )
         if num_samples is None:
             return {name: value[:, 0] for name, value in result.items()}
@@ -501,10 +506,14 @@ class Translator(tf.Module):
         """The body of `sample` with one sample a sentence: the export's `sample` signature
         (`sentences`, `seed` int64, `temperature` float32, `top_k` int32, `top_p` float32 ->
         `translations` and `scores` `(batch,)`)."""
-        result = self._sample_graph(sentences, seed, temperature, top_k, top_p, num_samples=1)
+        result = self._sample_graph(
+            sentences, seed, temperature, top_k, top_p, tf.constant(0), num_samples=1
+        )
         return {name: value[:, 0] for name, value in result.items()}
 
-    def _sample_graph(self, sentences, seed, temperature, top_k, top_p, num_samples: int):
+    def _sample_graph(
+        self, sentences, seed, temperature, top_k, top_p, first_index, num_samples: int
+    ):
         checks = [
             tf.debugging.assert_greater(temperature, 0.0, "temperature must be above 0"),
             tf.debugging.assert_non_negative(top_k, "top_k must be 0 (off) or positive"),
@@ -523,7 +532,7 @@ class Translator(tf.Module):
                 top_k=top_k,
                 top_p=top_p,
                 seed=seed,
-                sentence_keys=positions,
+                sentence_keys=positions + first_index,
                 extra_length=self.extra_length,
             )
             width = tf.shape(tokens)[-1]
