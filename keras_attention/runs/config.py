@@ -14,6 +14,7 @@ import typing
 from keras_attention.core.checks import check_int_at_least, check_positive_int
 from keras_attention.core.file_checks import check_json_fields, read_json_object
 from keras_attention.models.presets import PRESETS
+from keras_attention.runs import fine_tune
 from keras_attention.runs.recipes import (
     LEGACY_RECIPES,
     RECIPE_NAMES,
@@ -111,6 +112,14 @@ class TrainConfig:
         accumulate_steps: batches per optimizer update (gradient accumulation, each batch
             weighted by its share of the update's target tokens: `token_weighted_updates`);
             `warmup_steps` and the cool-down count updates, `backup_every_steps` batches.
+        init_from: a finished run folder to fine-tune (`keras_attention.runs.fine_tune`):
+            its weights, tokenizer (copied) and model settings, the fine-tuning recipe.
+        lora_rank: with `init_from`, train only LoRA kernels of this rank on the attention's
+            query and value projections (`Transformer.enable_lora`); the run also saves them
+            as `adapter.lora.h5`.
+        patience: stop once the validation loss has not improved for this many epochs
+            (`None`: train every epoch; the fine-tuning recipe's is 3).
+        force_language_pair: with `init_from`, allow a language pair other than its run's.
 
     The fields that default to `None` take the recipe's value (`resolved()`).
     """
@@ -153,6 +162,10 @@ class TrainConfig:
     train_steps: int | None = None
     save_every_steps: int | None = None
     keep_checkpoints: int | None = None
+    init_from: str | None = None
+    lora_rank: int | None = None
+    patience: int | None = None
+    force_language_pair: bool = False
 
     def resolved(self, stats: CorpusStats | None = None) -> "TrainConfig":
         """A copy with every `None` setting filled in from the recipe: `recipe` if set,
@@ -171,9 +184,18 @@ class TrainConfig:
                 f"dataset must be one of {sorted(LEGACY_RECIPES)}; got dataset={dataset!r}"
             )
         recipe = self.recipe
-        if recipe is None:
-            recipe = choose_recipe(stats) if stats is not None else LEGACY_RECIPES[dataset]
-        settings = for_this_machine(recipe_settings(recipe, stats))
+        if self.init_from is not None:
+            if recipe not in (None, fine_tune.RECIPE):
+                raise ValueError(
+                    f"recipe={recipe!r}: a run fine-tuned from init_from={self.init_from} "
+                    "follows the fine-tuning recipe (give its settings instead)"
+                )
+            recipe = fine_tune.RECIPE
+            settings = fine_tune.fine_tune_settings(fine_tune.parent_settings(self.init_from))
+        else:
+            if recipe is None:
+                recipe = choose_recipe(stats) if stats is not None else LEGACY_RECIPES[dataset]
+            settings = for_this_machine(recipe_settings(recipe, stats))
         given = {
             name: getattr(self, name)
             for name in RECIPE_SETTINGS
@@ -181,7 +203,9 @@ class TrainConfig:
         }
         if self.train_steps is not None:
             given.pop("epochs", None)  # derived from the steps below
+        patience = settings.pop("patience", None) if self.patience is None else self.patience
         filled = follow_schedule(settings, given)
+        filled["patience"] = patience
         # Model overrides merge: the user's win over the recipe's.
         filled["model_overrides"] = {**settings["model_overrides"], **(self.model_overrides or {})}
         stream = self.stream
@@ -232,8 +256,19 @@ class TrainConfig:
                 f"(got subword_sampling={value!r})"
             )
 
+    def _validate_fine_tuning(self) -> None:
+        check_positive_int("patience", self.patience, allow_none=True)
+        check_positive_int("lora_rank", self.lora_rank, allow_none=True)
+        if self.lora_rank is not None and self.init_from is None:
+            raise ValueError(f"lora_rank={self.lora_rank} needs init_from (a trained run to adapt)")
+        if not isinstance(self.force_language_pair, bool):
+            raise ValueError(
+                f"force_language_pair must be true or false; got {self.force_language_pair!r}"
+            )
+
     def _validate_corpus(self) -> None:
-        if self.recipe not in RECIPE_NAMES:
+        fine_tuning = self.init_from is not None and self.recipe == fine_tune.RECIPE
+        if self.recipe not in RECIPE_NAMES and not fine_tuning:
             raise ValueError(
                 f"recipe must be one of {list(RECIPE_NAMES)}; got recipe={self.recipe!r}"
             )
@@ -277,6 +312,7 @@ class TrainConfig:
         if not isinstance(self.lowercase, bool):
             raise ValueError(f"lowercase must be true or false; got lowercase={self.lowercase!r}")
         self._validate_subword_sampling()
+        self._validate_fine_tuning()
         optional = ("train_pairs", "validation_bleu_sentences", "backup_every_steps")
         for name in ("epochs", "max_tokens", "max_length", "warmup_steps", "beam_size", *optional):
             check_positive_int(name, getattr(self, name), allow_none=name in optional)

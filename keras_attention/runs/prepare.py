@@ -11,9 +11,7 @@ from pathlib import Path
 
 import keras
 
-from keras_attention.core.atomic_files import (
-    write_json_atomically,
-)
+from keras_attention.core.atomic_files import write_bytes_atomically, write_json_atomically
 from keras_attention.data.run_batches import BatchingSpec, RunData, run_batches
 from keras_attention.data.streaming import parallel_text
 from keras_attention.data.tokenizer import SubwordTokenizer, recaser_path
@@ -26,6 +24,7 @@ from keras_attention.models.run_folder import (
     load_run_tokenizer,
     tokenizer_file_digests,
 )
+from keras_attention.runs import fine_tune
 from keras_attention.runs.config import MIXED_PRECISION_POLICIES, TrainConfig
 from keras_attention.runs.corpus import (
     RunCorpus,
@@ -241,6 +240,18 @@ def _prepare_run(config: TrainConfig, overwrite: bool) -> PreparedRun:
         source_lang=spec.source_lang,
         target_lang=spec.target_lang,
     )
+    if config.init_from is not None:
+        if Path(config.init_from).resolve() == Path(config.output_dir).resolve():
+            raise ValueError(
+                f"output_dir={config.output_dir} is the run of init_from: a fine-tuned run "
+                "needs a folder of its own"
+            )
+        parent = fine_tune.parent_settings(config.init_from)
+        as_given = dataclasses.asdict(given) | {
+            "source_lang": spec.source_lang,
+            "target_lang": spec.target_lang,
+        }
+        fine_tune.check_child(as_given, parent, config.init_from, config.force_language_pair)
     output_dir = Path(config.output_dir)
     if given.mixed_precision is None:
         config = _keep_started_precision(config, output_dir)
@@ -266,6 +277,8 @@ def _prepare_run(config: TrainConfig, overwrite: bool) -> PreparedRun:
             # The files it goes on from; this may build a model, so the seed is set again.
             check_run_files(output_dir, tokenizer)
             keras.utils.set_random_seed(config.seed)
+        elif config.init_from is not None:
+            tokenizer = load_run_tokenizer(config.init_from)  # the parent's, checked
         else:
             tokenizer = _train_tokenizer(config, run_corpus)
         data = run_batches(batching, tokenizer, **corpus)
@@ -278,6 +291,13 @@ def _prepare_run(config: TrainConfig, overwrite: bool) -> PreparedRun:
         # A resumed run may have new search settings (`SEARCH_SETTINGS`), kept for the
         # tools that read them (`run_beam_search`).
         write_json_atomically(output_dir / "config.json", dataclasses.asdict(config))
+        if not tokenizer_path.is_file() and config.init_from is not None:
+            # The parent's files byte for byte: its ensembles and comparisons need them so.
+            for file in fine_tune.tokenizer_files(config.init_from):
+                write_bytes_atomically(output_dir / file.name, file.read_bytes())
+            write_json_atomically(
+                output_dir / fine_tune.STARTED_FROM_FILE, fine_tune.started_from(config.init_from)
+            )
         if not tokenizer_path.is_file():
             tokenizer.save(tokenizer_path)
         # With the digests of the tokenizer's files, checked whenever they are read.

@@ -4,6 +4,7 @@ main setting where its value came from: given, the recipe's, the recipe's for th
 this machine, or derived from a given `--epochs` or `--train-steps`.
 """
 
+from keras_attention.runs import fine_tune
 from keras_attention.runs.recipes import RECIPES, for_this_machine, recipe_settings
 from keras_attention.runs.report_lines import count_text, significant
 
@@ -141,12 +142,37 @@ def settings_lines(given, config, run_corpus) -> list[str]:
             f"removed from training: {count_text(run_corpus.removed, 'pair')} whose source is "
             "a validation or test source"
         )
-    recipe_origin = "given" if given.recipe is not None else "chosen by the corpus's size"
-    lines.append(f"recipe: {config.recipe} ({recipe_origin})")
+    if config.init_from is not None:
+        lines.append(f"recipe: {config.recipe} (from {config.init_from})")
+    else:
+        recipe_origin = "given" if given.recipe is not None else "chosen by the corpus's size"
+        lines.append(f"recipe: {config.recipe} ({recipe_origin})")
     for name, label, unit in _SHOWN:
         value = getattr(config, name)
         if value is None or (name == "epochs" and config.train_steps is not None):
             continue
-        origin = setting_origin(name, given, config, stats)
+        if config.init_from is not None:
+            origin = fine_tuning_origin(name, given, config)
+        else:
+            origin = setting_origin(name, given, config, stats)
         lines.append(f"{label}: {_shown(name, value, unit)} ({origin})")
+    if config.init_from is not None:
+        for name, label in (("patience", "patience"), ("lora_rank", "LoRA rank")):
+            value = getattr(config, name)
+            if value is not None:
+                origin = "given" if getattr(given, name) is not None else "fine-tuning recipe"
+                lines.append(f"{label}: {value} ({origin})")
     return lines
+
+
+def fine_tuning_origin(name: str, given, config) -> str:
+    """Where a fine-tuned run's setting came from: given, its parent run, or the
+    fine-tuning recipe (`keras_attention.runs.fine_tune`)."""
+    if getattr(given, name, None) is not None:
+        return "given"
+    if name in fine_tune.INHERITED:
+        return f"from {config.init_from}"
+    length = _length(given)
+    if name in _SCHEDULE_FOLLOWERS and length is not None:
+        return f"fine-tuning recipe, derived from {length[0]} {length[1]}"
+    return "fine-tuning recipe"

@@ -14,12 +14,14 @@ import keras
 
 from keras_attention.core.atomic_files import (
     atomic_path,
+    write_bytes_atomically,
     write_json_atomically,
 )
 from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.distribute.strategy_fixes import enable_strategy_fixes
 from keras_attention.evaluation import moses_language
 from keras_attention.models import Transformer
+from keras_attention.models.run_folder import MODEL_FILE
 from keras_attention.runs.config import TrainConfig
 from keras_attention.runs.cpu_features import BFLOAT16_FLAGS, cpu_has_bfloat16
 from keras_attention.runs.files import (
@@ -28,6 +30,7 @@ from keras_attention.runs.files import (
     read_selection_record,
     read_test_metrics,
 )
+from keras_attention.runs.fine_tune import ADAPTER_FILE, LoraCheckpoints, lora_checkpoint_name
 from keras_attention.runs.learning_curve import plot_learning_curve
 from keras_attention.runs.prepare import PreparedRun, prepare_run
 from keras_attention.runs.report_lines import final_weights_line
@@ -39,6 +42,7 @@ from keras_attention.runs.selection import (
 )
 from keras_attention.runs.validation_bleu import ValidationBleu
 from keras_attention.training.callbacks import repair_run_files, training_callbacks
+from keras_attention.training.early_stopping import ValidationPatience, losses_in_log
 from keras_attention.training.recipe import compile_with_paper_recipe
 from keras_attention.training.resume import fit_resumable
 
@@ -184,6 +188,11 @@ def _train(run: PreparedRun) -> TrainResult:
                 config.preset, vocabulary_size=tokenizer.vocabulary_size, **config.model_overrides
             )
             model.build()
+            if config.init_from is not None:
+                # The parent's weights; a resumed run's backup replaces them as it restores.
+                model.load_weights(Path(config.init_from) / MODEL_FILE)
+                if config.lora_rank is not None:
+                    model.enable_lora(config.lora_rank)
             # Per-replica dropout masks on several replicas, the fit fix on several workers.
             enable_strategy_fixes(model, strategy)
             compile_with_paper_recipe(
@@ -206,6 +215,12 @@ def _train(run: PreparedRun) -> TrainResult:
             delete_backup=False,  # removed once model.keras is written (see below)
             keep_checkpoints=config.keep_checkpoints,
         )
+        patience = None
+        if config.patience is not None:
+            patience = ValidationPatience(config.patience)
+            callbacks.append(patience)
+        if config.lora_rank is not None and chief:
+            callbacks.append(LoraCheckpoints(write_dir / "checkpoints"))
 
         def after_restore(epoch: int, batch: int) -> None:
             logger.info("training starts at epoch %d, batch %d", epoch + 1, batch)
@@ -215,6 +230,8 @@ def _train(run: PreparedRun) -> TrainResult:
                     epoch,
                     lambda number: write_dir / "checkpoints" / f"epoch_{number:03d}.weights.h5",
                 )
+            if patience is not None:
+                patience.resume_from(losses_in_log(write_dir / "training_log.csv")[:epoch])
 
         history = fit_resumable(
             model,
@@ -232,6 +249,8 @@ def _train(run: PreparedRun) -> TrainResult:
             config, model, tokenizer, data.corpus["val"], write_dir, validation_bleu
         )
         test_metrics = model.evaluate(data.test_batches, return_dict=True, verbose=0)
+        if config.lora_rank is not None and chief:
+            _keep_adapter(write_dir, selection)
     finally:
         keras.config.set_dtype_policy(previous_policy)
     write_json_atomically(write_dir / "test_metrics.json", test_metrics)
@@ -254,6 +273,28 @@ def _train(run: PreparedRun) -> TrainResult:
         chief,
         selection,
     )
+
+
+def _keep_adapter(write_dir: Path, selection: Selection) -> None:
+    """A LoRA run's adapter: the LoRA kernels of the epoch its choice of weights kept
+    (`adapter.lora.h5`, beside `model.keras`, which holds them merged); none for an average
+    of several epochs, whose merged weights no one low-rank update gives."""
+    epochs = epoch_checkpoints(write_dir / "checkpoints")
+    if selection.checkpoints:
+        if len(selection.checkpoints) > 1:
+            logger.warning(
+                "%s averages %d checkpoints: no adapter.lora.h5 (model.keras holds the "
+                "average, merged)",
+                selection.name,
+                len(selection.checkpoints),
+            )
+            return
+        chosen = Path(selection.checkpoints[0]).name
+        epoch = next(number for number, path in epochs.items() if path.name == chosen)
+    else:
+        epoch = max(epochs)  # "last"
+    source = write_dir / "checkpoints" / lora_checkpoint_name(epoch)
+    write_bytes_atomically(write_dir / ADAPTER_FILE, source.read_bytes())
 
 
 def _plot(write_dir: Path) -> None:

@@ -64,7 +64,12 @@ MIXED_PRECISION_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")  # run
 # default then applies.
 CONFIG_DEFAULTS = ("output_dir", "max_length", "label_smoothing", "seed", "connect_timeout")
 # The option of each `TrainConfig` field whose name differs from `--<field-name>`.
-OPTIONS = {"model_overrides": "--override", "jit_compile": "--jit", "output_dir": "--run-dir"}
+OPTIONS = {
+    "model_overrides": "--override",
+    "jit_compile": "--jit",
+    "output_dir": "--run-dir",
+    "lora_rank": "--lora",
+}
 CORPUS_FIELDS = ("train", "valid", "test")
 
 
@@ -332,6 +337,27 @@ def parse_args(argv: list[str] | None = None) -> tuple["TrainConfig", bool, bool
         help="batches per update: gradient accumulation, the loss normalised by all the "
         "update's target tokens (the paper's 25,000 per update on fewer devices)",
     )
+    tuning = parser.add_argument_group("fine-tuning a finished run")
+    tuning.add_argument(
+        "--init-from", default=None, metavar="RUN",
+        help="start from RUN's weights, tokenizer and model settings, with the fine-tuning "
+        "recipe (a short warm-up to half RUN's peak learning rate, at most 20 epochs, "
+        "--patience 3); every option may still be given",
+    )  # fmt: skip
+    tuning.add_argument(
+        "--lora", type=positive, default=None, metavar="RANK",
+        help="with --init-from: train only LoRA kernels of this rank on the attention's "
+        "query and value projections (saved as adapter.lora.h5; merged in model.keras)",
+    )  # fmt: skip
+    tuning.add_argument(
+        "--patience", type=positive, default=None, metavar="N",
+        help="stop once the validation loss has not improved for N epochs (default: off; "
+        "3 with --init-from)",
+    )  # fmt: skip
+    tuning.add_argument(
+        "--force-language-pair", action="store_true",
+        help="with --init-from: allow a language pair other than RUN's",
+    )  # fmt: skip
     parser.add_argument(
         "--export",
         action=argparse.BooleanOptionalAction,
@@ -341,6 +367,11 @@ def parse_args(argv: list[str] | None = None) -> tuple["TrainConfig", bool, bool
     args = parser.parse_args(argv)
     if args.train is not None and args.dataset is not None:
         parser.error("--train and --dataset exclude each other: give your files or a name")
+    if args.init_from is None and (args.lora is not None or args.force_language_pair):
+        parser.error("--lora and --force-language-pair: only with --init-from RUN")
+    if args.init_from is not None and args.recipe is not None:
+        parser.error("--recipe: a run with --init-from follows the fine-tuning recipe; give "
+                     "its settings instead")  # fmt: skip
     if args.train_steps is not None and args.epochs is not None:
         parser.error("--epochs and --train-steps exclude each other (rounds replace epochs)")
     if args.validate_every_steps is not None:
@@ -385,6 +416,10 @@ def parse_args(argv: list[str] | None = None) -> tuple["TrainConfig", bool, bool
         train_steps=args.train_steps,
         save_every_steps=args.save_every_steps,
         keep_checkpoints=args.keep_checkpoints,
+        init_from=args.init_from,
+        lora_rank=args.lora,
+        patience=args.patience,
+        force_language_pair=args.force_language_pair,
     )
     return config, args.export, args.overwrite
 
