@@ -38,7 +38,10 @@ def decode_rows(
             restricted log-probabilities (PAD and BOS excluded, EOS forced at the limit).
         keys: int32 `(batch * copies,)`, a number per row that `pick` may use (a random
             stream's key); it follows its row when finished sentences leave the loop.
-        max_length, extra_length, use_cache, drop_finished: as in `greedy_search`.
+        max_length: optional cap on the generated length (EOS included).
+        extra_length: a sentence may generate up to `source length + extra_length` tokens.
+        use_cache: decode one token a step with key/value caches.
+        drop_finished: go on without the sentences whose rows have all ended.
 
     Returns:
         `(tokens, scores)`: int32 `(batch, copies, L)` without BOS, and float32

@@ -47,7 +47,10 @@ def sample_search(
         sentence_keys: int `(batch,)`, a number per sentence that, with the seed, picks its
             random stream; default its row (0, 1, ...). The `Translator` passes each
             sentence's index in the request, so that chunking does not change the samples.
-        max_length, extra_length, use_cache, drop_finished: as in `greedy_search`.
+        max_length: optional cap on the generated length (EOS included).
+        extra_length: a sentence may generate up to `source length + extra_length` tokens.
+        use_cache: decode one token a step with key/value caches.
+        drop_finished: go on without the sentences whose samples have all ended.
 
     Returns:
         `(tokens, scores)`: int32 `(batch, L)` (or `(batch, num_samples, L)`) and each

@@ -10,7 +10,9 @@
 - `prepare`: settings, corpus, tokenizer, batches and folder checked before any write;
 - `train`: `model.fit`, resumable, then the choice of weights (`train_translator`);
 - `serving_check`: the SavedModel export, reloaded and scored on the test split;
-- `preset_export`: the trained model and tokenizer as a preset folder (keras-hub's layout).
+- `preset_export`: the trained model and tokenizer as a preset folder (keras-hub's layout);
+- `fine_tune`: a run started from a finished run (`--init-from`), its recipe and refusals;
+- `decoders`: what `translate` decodes with: ensembles of runs, a SavedModel's signatures.
 
 `tools/train.py` is the command-line face of `train_translator` and `export_and_evaluate`.
 

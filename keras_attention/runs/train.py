@@ -21,6 +21,7 @@ from keras_attention.data.tokenizer import SubwordTokenizer
 from keras_attention.distribute.strategy_fixes import enable_strategy_fixes
 from keras_attention.evaluation import moses_language
 from keras_attention.models import Transformer
+from keras_attention.models.dtype_copy import copy_with_dtype
 from keras_attention.models.run_folder import MODEL_FILE
 from keras_attention.runs.config import TrainConfig
 from keras_attention.runs.cpu_features import BFLOAT16_FLAGS, cpu_has_bfloat16
@@ -259,7 +260,9 @@ def _train(run: PreparedRun) -> TrainResult:
     # Last: `model.keras` says that the run is finished (`train_prepared`).
     model_path = write_dir / "model.keras"
     with atomic_path(model_path) as tmp:
-        model.save(tmp)
+        # A LoRA run's model is saved as its plain copy: the merged kernels, and no
+        # optimizer of LoRA kernels that the loaded model would not have.
+        (copy_with_dtype(model, model.dtype_policy.name) if config.lora_rank else model).save(tmp)
     if chief:
         shutil.rmtree(output_dir / "backup", ignore_errors=True)
     return TrainResult(

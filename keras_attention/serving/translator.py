@@ -371,7 +371,9 @@ class Translator(tf.Module):
             sentences: a vector (rank 1) of strings.
             num_samples: samples per sentence; `None` for one, without the samples' axis.
             seed: the random stream's seed.
-            temperature, top_k, top_p: as in `sample_search`.
+            temperature: the log-probabilities' divisor (> 0), as in `sample_search`.
+            top_k: draw among the `top_k` most likely tokens; 0 for all.
+            top_p: draw within the nucleus of this probability; 1.0 for all.
             first_index: the place of `sentences[0]` in a longer input that is sampled a
                 batch at a time (the sentences' keys start there), so that every batch of
                 a file gets its own random streams.
