@@ -124,6 +124,7 @@ def filter_logits(logits, top_k=0, top_p=1.0):
     >>> ops.convert_to_numpy(filter_logits(logits, top_k=3) > -1e8)
     array([[ True,  True,  True, False]])
     """
+    logits = ops.convert_to_tensor(logits, "float32")
     top_k = ops.cast(top_k, "int32")
     top_p = ops.cast(top_p, "float32")
     width = ops.shape(logits)[-1]
@@ -139,7 +140,7 @@ def filter_logits(logits, top_k=0, top_p=1.0):
         inside = ops.logical_or(before < top_p, ops.arange(width)[None, :] == 0)
         least = ops.min(ops.where(inside, ordered, -NEG_INF), axis=-1)  # (rows,)
         threshold = ops.maximum(kth, least)[:, None]
-        return ops.where(logits >= threshold, logits, NEG_INF)
+        return ops.where(ops.greater_equal(logits, threshold), logits, NEG_INF)
 
     wanted = ops.logical_or(top_k > 0, top_p < 1.0)
     return ops.cond(wanted, cut, lambda: logits)

@@ -5,8 +5,8 @@
     python tools/export.py --run-dir runs/translator --preset-dir presets/en-de
 
 Writes OUTPUT/<version>/ (--output, default RUN_DIR/export; the next free version unless
---version), atomically, with the
-`serving_default` and `greedy` signatures and TF Serving's warm-up requests (the first lines
+--version), atomically, with the `serving_default`, `greedy`, `n_best`, `sample` and `score`
+signatures (keras_attention.serving.export) and TF Serving's warm-up requests (the first lines
 of --warmup-file, else a few built-in English sentences). The beam width and length penalty
 default to the run's (config.json; 4 and 0.6 for older runs). A request is decoded
 --chunk-size sentences at a time (0: all at once). The export folder and the warm-up file are
@@ -14,6 +14,10 @@ checked before any work; errors are one line, `error: ...`, naming the argument 
 missing or corrupt model, tokenizer or config.json), with exit status 2. The old spellings
 (the run folder positionally, --export-dir) still work, with a deprecation line on stderr.
 At a terminal, stderr shows that the export is under way and how long it took.
+
+`--ensemble-with OTHER_RUN` (repeatable) exports RUN_DIR's model and each other run's model
+as one ensemble (their log-probabilities averaged at every step), in one SavedModel; the runs
+must share a tokenizer byte for byte (fine-tuned runs of one run do).
 
 With --preset-dir, writes instead a preset folder in keras-hub's layout (config.json,
 model.weights.h5, metadata.json, assets/tokenizer/), atomically, which
@@ -52,6 +56,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="the version folder to write (default: the next free one)",
     )  # fmt: skip
     parser.add_argument("--overwrite", action="store_true", help="replace an existing version")
+    parser.add_argument(
+        "--ensemble-with", action="append", default=[], metavar="RUN",
+        help="another run folder to decode with RUN_DIR as one ensemble (repeatable)",
+    )  # fmt: skip
     parser.add_argument(
         "--beam-size", type=int_at_least(1), default=None, help="default: the run's, else 4"
     )
@@ -166,6 +174,14 @@ def run(argv: list[str] | None = None) -> None:
     with user_errors():  # a missing or corrupt config.json, model or tokenizer
         beam_size, alpha = run_beam_search(args.run_dir)
         model, tokenizer = load_run(args.run_dir, args.model_file)
+        if args.ensemble_with:
+            from keras_attention.decoding import Ensemble
+            from keras_attention.models import Transformer
+            from keras_attention.runs.decoders import check_same_tokenizer
+
+            check_same_tokenizer([args.run_dir, *args.ensemble_with], "--ensemble-with")
+            others = [Transformer.from_preset(other) for other in args.ensemble_with]
+            model = Ensemble([model, *others])
     translator = Translator(
         model,
         tokenizer,
