@@ -125,3 +125,18 @@ def test_a_savedmodel_gives_n_best_lists_and_refuses_alignments(
     assert message.startswith("error: --alignments: needs the model's attention")
     message = error(capsys, ["--model", str(tiny_saved_model), "--n-best", "3", inputs])
     assert message.startswith("error: --n-best 3: at most the beam size (2)")
+
+
+def test_an_ensemble_exports_as_one_savedmodel(run: TinyRun, inputs: str, tmp_path: Path, capsys):  # noqa: F811
+    from keras_attention_cli.commands import export
+
+    argv = ["--run-dir", str(run.path), "--ensemble-with", str(run.path)]
+    assert export.main([*argv, "--output", str(tmp_path / "ensemble")]) == 0
+    capsys.readouterr()
+    served = output(capsys, ["--model", str(tmp_path / "ensemble" / "1"), inputs])
+    assert served == output(capsys, ["--run-dir", str(run.path), inputs])
+    other = Path(shutil.copytree(run.path, tmp_path / "other"))
+    (other / "tokenizer.model").write_bytes(b"not the same")
+    with pytest.raises(SystemExit):
+        export.main(["--run-dir", str(run.path), "--ensemble-with", str(other)])
+    assert capsys.readouterr().err.startswith(f"error: --ensemble-with {other}: its tokenizer")
