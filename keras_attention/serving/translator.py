@@ -54,6 +54,13 @@ BACKEND_ERROR = (
 )
 
 
+def _not_converted(method):
+    """Leaves a graph-building method out of AutoGraph's conversion when a caller's
+    `tf.function` converts its code: the searches are explicit loops, with no Python control
+    flow on tensors to convert (and converting them only costs tracing time)."""
+    return tf.autograph.experimental.do_not_convert(method)
+
+
 def check_tensorflow_backend() -> None:
     """Raises unless Keras runs on TensorFlow, which `Translator` needs (`BACKEND_ERROR`).
 
@@ -481,14 +488,17 @@ class Translator(tf.Module):
     def _score(self, sentences, targets):
         return self.score_graph(sentences, targets)
 
+    @_not_converted
     def translate_graph(self, sentences):
         """The body of `translate`, to be traced by `tf.function` or `ExportArchive`."""
         return self._translate_graph(sentences, self.beam_size)
 
+    @_not_converted
     def greedy_graph(self, sentences):
         """`translate_graph` with greedy search: the export's `greedy` signature."""
         return self._translate_graph(sentences, 1)
 
+    @_not_converted
     def n_best_graph(self, sentences):
         """The body of `n_best` (all `beam_size` hypotheses): the export's `n_best`
         signature, `translations` and `scores` `(batch, beam_size)`."""
@@ -504,6 +514,7 @@ class Translator(tf.Module):
         translations, scores = self._decode_graph(sentences, decode, specs)
         return {"translations": translations, "scores": scores}
 
+    @_not_converted
     def sample_graph(self, sentences, seed, temperature, top_k, top_p):
         """The body of `sample` with one sample a sentence: the export's `sample` signature
         (`sentences`, `seed` int64, `temperature` float32, `top_k` int32, `top_p` float32 ->
@@ -545,6 +556,7 @@ class Translator(tf.Module):
         translations, scores = self._decode_graph(sentences, decode, specs, with_positions=True)
         return {"translations": translations, "scores": scores}
 
+    @_not_converted
     def score_graph(self, sentences, targets):
         """The body of `score`: the export's `score` signature."""
         # The targets whole: a score of a cut translation would be another translation's.

@@ -133,17 +133,19 @@ def test_warmup_requests_parse_as_prediction_logs_and_replay(
     requests = read_warmup_requests(exported)
     warmup = [source for source, _ in corpus["val"][:5]]
     batches = warmup_batches(warmup)
-    assert [r.model_spec.signature_name for r in requests] == [SIGNATURE_KEY] * len(batches) + [
-        GREEDY_SIGNATURE_KEY
-    ] * len(batches)
+    names = [SIGNATURE_KEY, GREEDY_SIGNATURE_KEY, "n_best", "sample", "score"]
+    assert [r.model_spec.signature_name for r in requests] == [
+        name for name in names for _ in batches
+    ]
     loaded = tf.saved_model.load(str(exported))
-    for request, batch in zip(requests, batches * 2, strict=True):
+    for request, batch in zip(requests, batches * len(names), strict=True):
         inputs = {name: tf.make_ndarray(tensor) for name, tensor in request.inputs.items()}
         assert [s.decode() for s in inputs["sentences"]] == batch
+        # Replayed as TF Serving replays it: every input the request holds.
         outputs = loaded.signatures[request.model_spec.signature_name](
-            sentences=tf.constant(inputs["sentences"])
+            **{name: tf.constant(value) for name, value in inputs.items()}
         )
-        assert to_numpy(outputs["translations"]).shape == (len(batch),)
+        assert to_numpy(outputs["scores"]).shape[0] == len(batch)
     direct = translator.translate(tf.constant(batches[-1]))
     replayed = loaded.signatures[SIGNATURE_KEY](sentences=tf.constant(batches[-1]))
     assert to_numpy(replayed["translations"]).tolist() == to_numpy(direct["translations"]).tolist()

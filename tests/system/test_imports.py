@@ -103,6 +103,7 @@ LEVELS = {
     "keras_attention.decoding": 5,
     "keras_attention.serving.chunks": 5,  # length-sorted chunks of a batch, in the graph
     "keras_attention.serving.warmup_requests": 5,  # TF Serving's warm-up file
+    "keras_attention.serving.alignment": 5,  # Pharaoh alignments from the cross-attention
     "keras_attention.serving.translator": 6,  # strings in, strings out: one TF graph
     "keras_attention.serving.export": 6,  # a translator as a SavedModel; staging and locks
     "keras_attention.evaluation": 6,

@@ -176,7 +176,7 @@ def test_export_takes_the_next_version_writes_the_warmup_file_and_decodes_in_chu
     requests = read_warmup_requests(path)
     batches = [[s.decode() for s in tf.make_ndarray(r.inputs["sentences"])] for r in requests]
     kept = [sentence for sentence in SENTENCES[:3] if sentence.strip()]  # blank lines skipped
-    assert batches == [kept[:1], kept] * 2
+    assert batches == [kept[:1], kept] * 5  # serving_default, greedy, n_best, sample, score
     # One sentence at a time or 64: the same translations.
     chunked = load_exported(path)(sentences=tf.constant(SENTENCES))
     whole = load_exported(saved_model)(sentences=tf.constant(SENTENCES))
