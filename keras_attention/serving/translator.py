@@ -445,10 +445,14 @@ class Translator(tf.Module):
         Example:
 
         >>> translator = Translator.from_preset("runs/translator")
-        >>> own = translator.translate(["A man rides a bike."])
-        >>> scored = translator.score(["A man rides a bike."], own["translations"])
-        >>> bool(abs(scored["scores"][0] - own["scores"][0]) < 1e-3)
-        True
+        >>> scored = translator.score(["A man rides a bike."], ["Ein Mann fährt Fahrrad."])
+        >>> sorted(scored), bool(scored["log_probs"][0] < 0)
+        (['lengths', 'log_probs', 'per_token', 'scores'], True)
+
+        A translation the search made, scored from its text, gets the search's own score
+        when its text tokenizes into the search's tokens (which a trained model's usually
+        does; `keras_attention.decoding.forced_scores` on the search's token ids always
+        does).
         """
         sentences, targets = check_sentences(sentences), check_sentences(targets)
         if sentences.shape[0] != targets.shape[0]:
