@@ -44,8 +44,9 @@ def translation_texts(translations) -> list[str]:
     return [t.decode("utf-8") for t in np.asarray(to_numpy(translations)).reshape(-1)]
 
 
-def make_translator(model: Transformer, tokenizer: SubwordTokenizer, beam_size: int):
-    """The tests' `Translator`: `beam_size`, `ALPHA`, `MAX_SOURCE` and `EXTRA`."""
+def make_translator(model: Transformer, tokenizer: SubwordTokenizer, beam_size: int, **options):
+    """The tests' `Translator`: `beam_size`, `ALPHA`, `MAX_SOURCE` and `EXTRA`, and any other
+    of its arguments (`chunk_size`)."""
     from keras_attention.serving.translator import Translator  # TensorFlow: only when used
 
     return Translator(
@@ -55,6 +56,7 @@ def make_translator(model: Transformer, tokenizer: SubwordTokenizer, beam_size: 
         alpha=ALPHA,
         max_source_length=MAX_SOURCE,
         extra_length=EXTRA,
+        **options,
     )
 
 

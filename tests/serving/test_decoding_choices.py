@@ -11,22 +11,14 @@ import tensorflow as tf
 from keras_attention.decoding import Ensemble, forced_scores
 from keras_attention.serving.translator import Translator
 from tests.conftest import to_numpy
-from tests.serving.conftest import ALPHA, BEAM_SIZE, EXTRA, MAX_SOURCE, translation_texts
+from tests.serving.conftest import ALPHA, BEAM_SIZE, make_translator, translation_texts
 from tests.tolerances import assert_close
 
 SENTENCES = ["the dog sleeps in the park", "", "a cat runs", "the big dog runs in the park"]
 
 
-def chunked(model, tokenizer, chunk_size, beam_size=BEAM_SIZE) -> Translator:
-    return Translator(
-        model,
-        tokenizer,
-        beam_size=beam_size,
-        alpha=ALPHA,
-        max_source_length=MAX_SOURCE,
-        extra_length=EXTRA,
-        chunk_size=chunk_size,
-    )
+def chunked(model, tokenizer, chunk_size) -> Translator:
+    return make_translator(model, tokenizer, BEAM_SIZE, chunk_size=chunk_size)
 
 
 def test_the_n_best_list_starts_with_the_translation_and_is_sorted(translator):
@@ -98,14 +90,7 @@ def test_scores_are_forced_decoding_of_the_tokenized_pairs_in_any_chunking(
 
 
 def test_an_ensemble_of_a_model_with_itself_translates_as_the_model(model, tokenizer, translator):
-    pair = Translator(
-        Ensemble([model, model]),
-        tokenizer,
-        beam_size=BEAM_SIZE,
-        alpha=ALPHA,
-        max_source_length=MAX_SOURCE,
-        extra_length=EXTRA,
-    )
+    pair = make_translator(Ensemble([model, model]), tokenizer, BEAM_SIZE)
     alone, paired = translator.translate(SENTENCES), pair.translate(SENTENCES)
     assert translation_texts(paired["translations"]) == translation_texts(alone["translations"])
     assert_close(paired["scores"], alone["scores"])
