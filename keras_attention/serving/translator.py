@@ -54,11 +54,10 @@ BACKEND_ERROR = (
 )
 
 
-def _not_converted(method):
-    """Leaves a graph-building method out of AutoGraph's conversion when a caller's
-    `tf.function` converts its code: the searches are explicit loops, with no Python control
-    flow on tensors to convert (and converting them only costs tracing time)."""
-    return tf.autograph.experimental.do_not_convert(method)
+# The graph-building methods are left out of AutoGraph's conversion when a caller's
+# `tf.function` converts its code (`do_not_convert`): the searches are explicit loops, with no
+# Python control flow on tensors to convert, and converting them only costs tracing time.
+_not_converted = tf.autograph.experimental.do_not_convert
 
 
 def check_tensorflow_backend() -> None:
