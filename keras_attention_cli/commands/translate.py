@@ -38,8 +38,10 @@ Several `--run-dir` decode as one ensemble (their tokenizers must be the same fi
 """
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from typing import TextIO
 
 from keras_attention_cli.arguments import (
@@ -201,12 +203,22 @@ def ready_line(names: list[str], stdin: TextIO) -> str | None:
     return READY_LINE if at_a_terminal else None
 
 
-def open_output(path: str | None) -> TextIO:
-    """The stream the translations go to: `path` (UTF-8, replaced) or stdout."""
+@contextlib.contextmanager
+def open_output(path: str | None) -> Iterator[TextIO]:
+    """The stream the translations go to: stdout, or a file beside `path` (UTF-8) renamed
+    onto it once every line is written. A run stopped half-way (an error, Ctrl-C, SIGTERM)
+    leaves `path` as it was: the output is whole or absent, never a prefix."""
     if path is None:
-        return sys.stdout
-    with user_errors(OSError):
-        return open(path, "w", encoding="utf-8")
+        yield sys.stdout
+        return
+    from keras_attention.core.atomic_files import atomic_path
+
+    with (
+        user_errors(OSError),
+        atomic_path(path, suffix=".part") as temporary,
+        open(temporary, "w", encoding="utf-8") as output,
+    ):
+        yield output
 
 
 def run(argv: list[str] | None = None) -> None:
@@ -224,14 +236,13 @@ def run(argv: list[str] | None = None) -> None:
     with user_errors():  # a missing or corrupt model, tokenizer or config.json
         decode = load_plain(args) if plain else load_decoder(args)
         targets = read_input_lines([args.target]) if args.score else None
-    output = open_output(args.output)
-    ready = ready_line(names, sys.stdin)
-    if ready is not None:
-        print(ready, file=sys.stderr, flush=True)
-    # At a terminal, the translations themselves show the progress.
-    progress = Progress("translating", enabled=not output.isatty())
-    done = 0
-    try:
+    with open_output(args.output) as output:
+        ready = ready_line(names, sys.stdin)
+        if ready is not None:
+            print(ready, file=sys.stderr, flush=True)
+        # At a terminal, the translations themselves show the progress.
+        progress = Progress("translating", enabled=not output.isatty())
+        done = 0
         with progress, user_errors(UserError):  # unreadable input, text that is not UTF-8
             for batch in line_batches(names, args.batch_size):
                 output.writelines(decode(batch, done, targets))
@@ -243,9 +254,6 @@ def run(argv: list[str] | None = None) -> None:
                     f"--target {args.target} has {len(targets)} lines but the input has "
                     f"{done}: they must be aligned"
                 )
-    finally:
-        if output is not sys.stdout:
-            output.close()
 
 
 def load_plain(args: argparse.Namespace):

@@ -101,3 +101,48 @@ def test_at_a_terminal_stderr_says_when_sentences_are_read(run: TinyRun, monkeyp
     assert translate.main(["--run-dir", str(run.path)]) == 0
     piped = capsys.readouterr()
     assert (piped.out, piped.err) == (at_terminal.out, "")
+
+
+def test_an_output_file_is_whole_or_absent(tmp_path: Path):
+    path = tmp_path / "out.txt"
+    path.write_text("the last run's translations\n", encoding="utf-8")
+    try:
+        with translate.open_output(str(path)) as output:
+            output.write("a first translation\n")
+            output.flush()
+            assert path.read_text(encoding="utf-8") == "the last run's translations\n"
+            raise KeyboardInterrupt  # Ctrl-C half-way
+    except KeyboardInterrupt:
+        pass
+    assert path.read_text(encoding="utf-8") == "the last run's translations\n"
+    assert os.listdir(tmp_path) == ["out.txt"]  # no part file left
+    with translate.open_output(str(path)) as output:
+        output.write("line 1\nline 2\n")
+    assert path.read_text(encoding="utf-8") == "line 1\nline 2\n"
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_sigterm_half_way_leaves_no_output_file(run: TinyRun, tmp_path: Path):  # noqa: F811
+    output = tmp_path / "out.txt"
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "tools" / "translate.py"), "--run-dir", str(run.path),
+         "--output", str(output)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=TENSORFLOW_ENV,
+    )  # fmt: skip
+    try:
+        process.stdin.write(SENTENCES[0].encode() + b"\n")
+        process.stdin.flush()  # the pipe stays open: the first line is answered at once
+        deadline = time.monotonic() + 240
+        while not any(path.stat().st_size for path in tmp_path.iterdir()):
+            assert time.monotonic() < deadline, "no translation written within 240 s"
+            assert process.poll() is None, process.stderr.read()[-3000:]
+            time.sleep(0.1)
+        process.terminate()
+        assert process.wait(timeout=60) != 0
+        stderr = process.stderr.read().decode()
+    finally:
+        process.kill()
+        process.wait()
+    assert "it writes no file" in stderr, stderr[-3000:]
+    assert os.listdir(tmp_path) == []  # neither out.txt nor its part file
