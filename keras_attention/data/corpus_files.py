@@ -1,18 +1,21 @@
 """Parallel text files as a user names them: one file, several files or a glob per side,
 plain or gzip, and the languages their suffixes give.
 
-This module needs only the standard library, so that a tool can check its file arguments
-before TensorFlow starts. The lines are read by `data.streaming` (`read_parallel`,
-`parallel_text`), which checks alignment, UTF-8 and blank lines.
+This module needs only the standard library (and `data.text_files`), so that a tool can
+check its file arguments before TensorFlow starts. The lines are read by `data.streaming`
+(`read_parallel`, `parallel_text`), which checks alignment, UTF-8 and blank lines, and in
+Python by `iterate_pairs`, which checks the same.
 """
 
 import dataclasses
 import glob
-import gzip
 import os
 import re
 from collections.abc import Iterator, Sequence
+from itertools import zip_longest
 from pathlib import Path
+
+from keras_attention.data.text_files import decode_line, file_lines
 
 # A language code as file suffixes give it: ISO 639-1/-3 ("de", "deu"), optionally with a
 # region or script ("pt_br", "zh-Hans"); the common suffixes that are not languages excluded.
@@ -146,19 +149,35 @@ class ParallelFiles:
         return sum(Path(path).stat().st_size for path in (*self.sources, *self.targets))
 
 
-def _open_lines(path: str) -> Iterator[bytes]:
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as handle:
-        yield from handle
+MISALIGNED = (
+    "parallel files differ in length: {shorter} ends after line {lines}, {longer} goes on; "
+    "line i of one must translate line i of the other"
+)
 
 
 def iterate_pairs(files: ParallelFiles) -> Iterator[tuple[str, str]]:
-    """The non-blank pairs of `files`, read in Python one line at a time (for a pass over a
-    corpus too large for memory: counting it, sampling it); lines are decoded with
-    replacement, since the training stream checks them (`data.streaming`)."""
+    """The non-blank pairs of `files`, stripped, read in Python one line at a time (for a
+    pass over a corpus too large for memory: counting it, sampling it). It checks what the
+    training stream (`data.streaming`) would find only later: the files' alignment, UTF-8,
+    gzip damage; a byte-order mark on a file's first line is dropped.
+
+    Raises:
+        FileNotFoundError: naming a missing file.
+        ValueError: naming both files of a pair whose line counts differ (and where the
+            shorter ends, `MISALIGNED`), or the file and line of a line that is not UTF-8.
+        CorruptFileError: naming a gzip file that is truncated or corrupt.
+    """
     for source_path, target_path in zip(files.sources, files.targets, strict=True):
-        for source, target in zip(_open_lines(source_path), _open_lines(target_path), strict=False):
-            source = source.decode("utf-8", "replace").strip()
-            target = target.decode("utf-8", "replace").strip()
+        raw_pairs = zip_longest(file_lines(source_path), file_lines(target_path))
+        for number, (source, target) in enumerate(raw_pairs, start=1):
+            if source is None or target is None:
+                shorter, longer = (
+                    (source_path, target_path) if source is None else (target_path, source_path)
+                )
+                raise ValueError(
+                    MISALIGNED.format(shorter=shorter, lines=number - 1, longer=longer)
+                )
+            source = decode_line(source, source_path, number).strip()
+            target = decode_line(target, target_path, number).strip()
             if source and target:
                 yield source, target

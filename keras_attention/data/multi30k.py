@@ -8,6 +8,7 @@ import keras
 
 from keras_attention.core.atomic_files import write_bytes_atomically
 from keras_attention.data.streaming import read_parallel
+from keras_attention.data.text_files import gzip_errors
 
 # The raw task-1 files of the public Multi30k repository.
 DEFAULT_ORIGIN = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
@@ -37,7 +38,7 @@ def _download(origin: str, cache_dir: str | None) -> Path:
             folder = Path(archive).parent
             target = folder / f"{local}.{language}"
             if not target.exists():
-                with gzip.open(archive, "rb") as source:
+                with gzip_errors(archive), gzip.open(archive, "rb") as source:
                     write_bytes_atomically(target, source.read())
     return folder
 

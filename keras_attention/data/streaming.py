@@ -14,7 +14,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from keras_attention.data.corpus_files import ParallelFiles
+from keras_attention.data.corpus_files import MISALIGNED, ParallelFiles
 from keras_attention.data.pipeline import (
     bucket_batches,
     bucket_plan,
@@ -22,6 +22,7 @@ from keras_attention.data.pipeline import (
     encode_ids,
     for_fit,
 )
+from keras_attention.data.text_files import BYTE_ORDER_MARK, check_gzip
 from keras_attention.data.tokenizer import SubwordTokenizer
 
 # A line of a text file never holds a line feed: this marks the end of a shard.
@@ -93,9 +94,18 @@ def _first(numbers: tf.Tensor, where: tf.Tensor) -> tf.Tensor:
     return numbers[tf.argmax(tf.cast(where, tf.int32))]
 
 
+def _cleaned(numbers: tf.Tensor, lines: tf.Tensor) -> tf.Tensor:
+    """`lines` as `decode_lines` reads them: without the CR of a CRLF ending (a CRLF file's
+    lines keep it), nor a byte-order mark that starts a file's first line."""
+    lines = tf.strings.regex_replace(lines, "\r$", "")
+    unmarked = tf.strings.regex_replace(lines, "^" + BYTE_ORDER_MARK, "", replace_global=False)
+    return tf.where(tf.equal(numbers, 1), unmarked, lines)
+
+
 def _checked(source_path: tf.Tensor, target_path: tf.Tensor):
     """A map over batches of `(line numbers, (sources, targets))` that stops on misaligned
-    or bad lines and keeps the pairs with text on both sides (CR of CRLF endings dropped)."""
+    or bad lines and keeps the pairs with text on both sides (CR of CRLF endings and a
+    first line's byte-order mark dropped)."""
 
     def check(numbers, pair):
         sources, targets = pair
@@ -104,13 +114,12 @@ def _checked(source_path: tf.Tensor, target_path: tf.Tensor):
         source_ends_first = tf.reduce_any(source_end & differ)
         shorter = tf.where(source_ends_first, source_path, target_path)
         longer = tf.where(source_ends_first, target_path, source_path)
+        # MISALIGNED's words, the files and the line put into its gaps.
+        last_line = tf.strings.as_string(_first(numbers, differ) - 1)
+        words = MISALIGNED.format(shorter="\0", lines="\0", longer="\0").split("\0")
         misaligned = tf.strings.join(
-            [
-                "parallel files differ in length: ", shorter, " ends after line ",
-                tf.strings.as_string(_first(numbers, differ) - 1), ", ", longer, " goes on; "
-                "line i of one must translate line i of the other",
-            ]
-        )  # fmt: skip
+            [words[0], shorter, words[1], last_line, words[2], longer, words[3]]
+        )
         checks = [tf.debugging.Assert(~tf.reduce_any(differ), [misaligned])]
         for path, lines in ((source_path, sources), (target_path, targets)):
             repaired = tf.strings.unicode_transcode(
@@ -121,9 +130,7 @@ def _checked(source_path: tf.Tensor, target_path: tf.Tensor):
             message = tf.strings.join([*where, ": not valid UTF-8"])
             checks.append(tf.debugging.Assert(~tf.reduce_any(bad), [message]))
         with tf.control_dependencies(checks):
-            # A CRLF file's lines keep their CR: drop it.
-            sources = tf.strings.regex_replace(sources, "\r$", "")
-            targets = tf.strings.regex_replace(targets, "\r$", "")
+            sources, targets = _cleaned(numbers, sources), _cleaned(numbers, targets)
         # Blank on either side (the end marker too): nothing to learn.
         blank = tf.strings.regex_full_match(sources, _BLANK) | tf.strings.regex_full_match(
             targets, _BLANK
@@ -162,7 +169,9 @@ def parallel_text(
     Returns:
         A `tf.data.Dataset` of `(source, target)` `tf.string` scalars. Iterating it raises
         `tf.errors.InvalidArgumentError` naming the file and line of a misalignment or of a
-        line that is not UTF-8.
+        line that is not UTF-8. A corrupt gzip shard raises `tf.errors.DataLossError`
+        (naming no file), and one cut short reads as a shorter shard: a run checks its
+        streamed files in Python first (`corpus_files.iterate_pairs`).
 
     Raises:
         ValueError, FileNotFoundError: see `check_shards`; `ValueError` too if `file_shard`
@@ -198,7 +207,7 @@ def read_parallel(
     line i of the source file translates line i of the target file.
 
     Pairs where either side is blank are dropped (they teach nothing); everything else is
-    kept as it is, but for a line's CRLF ending.
+    kept as it is, but for a line's CRLF ending and a byte-order mark that starts a file.
 
     Returns:
         `(sources, targets)`, two lists of the same length.
@@ -208,11 +217,14 @@ def read_parallel(
         ValueError: for an empty file, a line that is not UTF-8 (naming file and line),
             different line counts (naming both files and where the shorter ends), or no pair
             left.
+        CorruptFileError: (a `ValueError`) naming a gzip file that is truncated or corrupt.
     """
     check_shards([source_path], [target_path])
     for path in (source_path, target_path):
         if not Path(path).stat().st_size:
             raise ValueError(f"corpus file is empty: {path}")
+        if str(path).endswith(".gz"):
+            check_gzip(path)  # TensorFlow reads a truncated file as a shorter one
     sources, targets = [], []
     try:
         for source, target in parallel_text([source_path], [target_path]).batch(4096):
