@@ -63,13 +63,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def read_pairs(source: str, target: str) -> list[tuple[str, str]]:
-    """The aligned lines of two files, without their line ends.
+    """The aligned lines of two files (plain or `.gz`), without their line ends or a
+    byte-order mark (`read_lines`, the library's reader).
 
     Raises:
-        ValueError: naming the files when their line counts differ or one is empty.
+        ValueError: naming the files when their line counts differ or one is empty, a line
+            that is not UTF-8 or a damaged `.gz`.
     """
-    sources = Path(source).read_text(encoding="utf-8").splitlines()
-    targets = Path(target).read_text(encoding="utf-8").splitlines()
+    from keras_attention.data.text_files import read_lines
+
+    sources, targets = read_lines(source), read_lines(target)
     if len(sources) != len(targets):
         raise ValueError(
             f"--source {source} has {len(sources)} lines but --target {target} has "

@@ -7,6 +7,7 @@ check its file arguments before TensorFlow starts. The lines are read by `data.s
 Python by `iterate_pairs`, which checks the same.
 """
 
+import collections
 import dataclasses
 import glob
 import os
@@ -155,11 +156,18 @@ MISALIGNED = (
 )
 
 
-def iterate_pairs(files: ParallelFiles) -> Iterator[tuple[str, str]]:
+def iterate_pairs(
+    files: ParallelFiles, counts: collections.Counter | None = None
+) -> Iterator[tuple[str, str]]:
     """The non-blank pairs of `files`, stripped, read in Python one line at a time (for a
     pass over a corpus too large for memory: counting it, sampling it). It checks what the
     training stream (`data.streaming`) would find only later: the files' alignment, UTF-8,
     gzip damage; a byte-order mark on a file's first line is dropped.
+
+    Args:
+        files: the parallel files.
+        counts: if given, `counts["blank"]` is increased by each pair dropped for a blank
+            side.
 
     Raises:
         FileNotFoundError: naming a missing file.
@@ -181,3 +189,5 @@ def iterate_pairs(files: ParallelFiles) -> Iterator[tuple[str, str]]:
             target = decode_line(target, target_path, number).strip()
             if source and target:
                 yield source, target
+            elif counts is not None:
+                counts["blank"] += 1

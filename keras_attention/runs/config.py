@@ -37,6 +37,28 @@ ALWAYS_SAVED = (
 )  # fmt: skip
 
 
+# The settings that name files or folders; a run stores them absolute (`with_absolute_paths`).
+PATH_SETTINGS = ("train", "valid", "test", "data_dir", "init_from")
+
+
+def absolute_path(value: object) -> object:
+    """`value` with every path in it (a string, or lists of them) made absolute; `None` and
+    other values as they are. A glob stays a glob, absolute.
+
+    Example:
+
+    >>> absolute_path(["/data/a.en", "/data/a.de"])
+    ['/data/a.en', '/data/a.de']
+    >>> absolute_path(None) is None
+    True
+    """
+    if isinstance(value, str) and value:
+        return os.path.abspath(value)
+    if isinstance(value, list | tuple):
+        return [absolute_path(item) for item in value]
+    return value
+
+
 @dataclasses.dataclass
 class TrainConfig:
     """Everything a training run needs; saved as `config.json` in the output folder.
@@ -166,6 +188,20 @@ class TrainConfig:
     lora_rank: int | None = None
     patience: int | None = None
     force_language_pair: bool = False
+
+    def with_absolute_paths(self) -> "TrainConfig":
+        """A copy whose files and folders (`PATH_SETTINGS`) are absolute, resolved from the
+        working folder: the `config.json` of a run means the same files wherever it is read.
+
+        Example:
+
+        >>> config = TrainConfig(train=[["c.en", "c.de"]]).with_absolute_paths()
+        >>> config.train == [[os.path.abspath("c.en"), os.path.abspath("c.de")]]
+        True
+        """
+        return dataclasses.replace(
+            self, **{name: absolute_path(getattr(self, name)) for name in PATH_SETTINGS}
+        )
 
     def resolved(self, stats: CorpusStats | None = None) -> "TrainConfig":
         """A copy with every `None` setting filled in from the recipe: `recipe` if set,

@@ -1,9 +1,12 @@
 """A run's corpus: its splits read (or its training files left to stream), validation and
 test held out when none is given, their sources removed from training, and the size that
-picks the recipe (`RunCorpus`); the held-out files in the run folder's `data/`.
+picks the recipe (`RunCorpus`); the validation and test splits kept in the run folder's
+`data/`, which its evaluation reads wherever the folder is.
 """
 
+import collections
 import dataclasses
+import gzip
 import logging
 import os
 from pathlib import Path
@@ -13,6 +16,7 @@ from keras_attention.data.corpus_files import ParallelFiles, iterate_pairs
 from keras_attention.data.datasets import CorpusSpec, files_spec, named_spec
 from keras_attention.data.held_out import hold_out, remove_overlap, sample_pairs
 from keras_attention.runs.recipes import CorpusStats, count_words
+from keras_attention.runs.report_lines import count_text
 
 logger = logging.getLogger(__name__)
 
@@ -27,12 +31,15 @@ def corpus_spec(config) -> CorpusSpec:
     """The `CorpusSpec` of a `TrainConfig`: its `train` files, or its named `dataset`.
 
     Raises:
-        FileNotFoundError, ValueError: naming the argument and file at fault.
+        FileNotFoundError, ValueError: naming the argument and file at fault (one file
+            given as both source and target, say).
     """
     if config.train is not None:
-        return files_spec(
+        spec = files_spec(
             config.train, config.valid, config.test, config.source_lang, config.target_lang
         )
+        check_distinct_files(spec)
+        return spec
     spec = named_spec(
         config.dataset or "generated",
         config.data_dir,
@@ -49,6 +56,7 @@ def corpus_spec(config) -> CorpusSpec:
             if pair is not None
         }
         spec = dataclasses.replace(spec, **replaced)
+        check_distinct_files(spec)
     return spec
 
 
@@ -76,6 +84,7 @@ class RunCorpus:
         removed: training pairs removed because their source is a validation or test
             source (`None` for a stream, which leaves them out as it reads).
         stats: the corpus's size, for the recipe.
+        blank: training pairs dropped because a side is blank.
     """
 
     spec: CorpusSpec
@@ -84,6 +93,7 @@ class RunCorpus:
     held_out: tuple[str, ...]
     removed: int | None
     stats: CorpusStats
+    blank: int | None = None
 
     @property
     def excluded_sources(self) -> list[str]:
@@ -123,7 +133,9 @@ def load_run_corpus(config, spec: CorpusSpec | None = None) -> RunCorpus:
     corpus = {name: _read(part) for name, part in (("val", spec.valid), ("test", spec.test))
               if part is not None}  # fmt: skip
     if streamed:
-        count, sampled = sample_pairs(iterate_pairs(spec.train), held_out, config.seed)
+        counts = collections.Counter()
+        pairs = iterate_pairs(spec.train, counts)
+        count, sampled = sample_pairs(pairs, held_out, config.seed)
         corpus.update(sampled)
         corpus["train"] = ([], [])
         words_sample = []
@@ -131,27 +143,106 @@ def load_run_corpus(config, spec: CorpusSpec | None = None) -> RunCorpus:
             if number == WORDS_SAMPLE:
                 break
             words_sample.append(pair)
+        _check_not_copies([s for s, _ in words_sample], [t for _, t in words_sample], spec.train)
         words = count_words([s for s, _ in words_sample], [t for _, t in words_sample])
         held = sum(len(corpus[name][0]) for name in held_out)
         stats = CorpusStats(pairs=count - held, words=words, streamed=True)
-        return RunCorpus(spec, corpus, spec.train, held_out, None, stats)
+        return RunCorpus(spec, corpus, spec.train, held_out, None, stats, counts["blank"])
     sources, targets = _read(spec.train)
+    blank = _blank_pairs(spec.train, len(sources))
     if config.train_pairs is not None:
         sources, targets = sources[: config.train_pairs], targets[: config.train_pairs]
+    _check_not_copies(sources, targets, spec.train)
     (sources, targets), sampled = hold_out(sources, targets, held_out, config.seed)
     corpus.update(sampled)
     excluded = [*corpus["val"][0], *corpus["test"][0]]
     (sources, targets), removed = remove_overlap(sources, targets, excluded)
+    if not sources:
+        raise ValueError(
+            f"no training pair is left in {_described(spec.train)}: "
+            f"{dropped_text(removed, blank)}; give training files with other sentences"
+        )
     corpus["train"] = (sources, targets)
     stats = CorpusStats(pairs=len(sources), words=count_words(sources, targets))
-    return RunCorpus(spec, corpus, None, held_out, removed, stats)
+    return RunCorpus(spec, corpus, None, held_out, removed, stats, blank)
+
+
+def dropped_text(removed: int | None, blank: int | None) -> str:
+    """What training left out of a corpus and why, for the run's report and its errors:
+    `removed` copies of held-out pairs and `blank` pairs (`None` or 0: none).
+
+    Example:
+
+    >>> dropped_text(998, 2)
+    '998 pairs removed as copies of a validation or test source, 2 pairs with a blank side'
+    """
+    parts = []
+    if removed:
+        parts.append(
+            f"{count_text(removed, 'pair')} removed as copies of a validation or test source"
+        )
+    if blank:
+        parts.append(f"{count_text(blank, 'pair')} with a blank side")
+    return ", ".join(parts) or "no pair left out"
+
+
+def _described(part) -> str:
+    """The files of a split, for a message (`generated pairs` for pairs in memory)."""
+    if not isinstance(part, ParallelFiles):
+        return "the generated pairs"
+    pairs = [
+        f"{source} and {target}" for source, target in zip(part.sources, part.targets, strict=True)
+    ]
+    return "; ".join(pairs)
+
+
+def _blank_pairs(part, kept: int) -> int:
+    """How many pairs of `part` a side left blank, so that reading them dropped them: its
+    lines less the `kept` pairs (0 for pairs in memory)."""
+    if not isinstance(part, ParallelFiles):
+        return 0
+    lines = 0
+    for source in part.sources:
+        with (gzip.open if source.endswith(".gz") else open)(source, "rb") as handle:
+            lines += sum(1 for _ in handle)
+    return lines - kept
+
+
+def _check_not_copies(sources: list[str], targets: list[str], part) -> None:
+    """Refuses a corpus whose every target is its source: the same text in both files (the
+    source file given twice, or copied), which would train a copying "translator"."""
+    if sources and all(s.strip() == t.strip() for s, t in zip(sources, targets, strict=True)):
+        raise ValueError(
+            f"every training pair's target is its source in {_described(part)}: the two "
+            "sides hold the same text; give the target language's file as the second"
+        )
+
+
+def check_distinct_files(spec: CorpusSpec) -> None:
+    """Refuses a split whose source and target are the same file (one path given twice,
+    or two names of one file).
+
+    Raises:
+        ValueError: naming the split and the file.
+    """
+    for name, part in (("train", spec.train), ("valid", spec.valid), ("test", spec.test)):
+        if not isinstance(part, ParallelFiles):
+            continue
+        for source, target in zip(part.sources, part.targets, strict=True):
+            if os.path.samefile(source, target):
+                raise ValueError(
+                    f"{name} names one file as both source and target ({source}"
+                    f"{'' if source == target else ' = ' + target}): give the source "
+                    "language's file, then the target language's"
+                )
 
 
 def write_held_out(output_dir: Path, run_corpus: RunCorpus) -> list[Path]:
-    """Writes the held-out splits into `output_dir/data/` (atomically; an existing file with
-    the same lines is left as it is); returns their paths."""
+    """Writes the validation and test splits, held out or given, into `output_dir/data/`
+    (atomically; an existing file with the same lines is left as it is); returns their
+    paths. The run folder keeps what it was scored on, wherever it is read from."""
     written = []
-    for split in run_corpus.held_out:
+    for split in SPLIT_FILE_STEMS:
         paths = held_out_files(output_dir, split, run_corpus.spec)
         paths[0].parent.mkdir(parents=True, exist_ok=True)
         for path, lines in zip(paths, run_corpus.corpus[split], strict=True):
@@ -163,17 +254,38 @@ def write_held_out(output_dir: Path, run_corpus: RunCorpus) -> list[Path]:
 
 
 def evaluation_splits(config, output_dir: Path) -> dict:
-    """The validation and test splits of a trained run (a resolved `TrainConfig`): its
-    given files, its named corpus's, or the held-out ones in `output_dir/data/` (its
-    training files are not needed).
+    """The validation and test splits of a trained run (a resolved `TrainConfig`): the
+    copies in `output_dir/data/` (`write_held_out`), else, for a run written before those
+    copies, its given files or its named corpus's (its training files are not needed).
 
     Raises:
         FileNotFoundError: naming a missing file (a held-out split not written yet).
-        ValueError: naming a file that is not valid.
+        ValueError: naming a file that is not valid, or a split that an older run's
+            `config.json` names by a relative path: which folder it meant is unknown.
     """
     from keras_attention.data.streaming import read_parallel
 
+    languages = CorpusSpec(([], []), None, None, config.source_lang, config.target_lang)
+    splits = {}
+    for split in SPLIT_FILE_STEMS:
+        copies = held_out_files(Path(output_dir), split, languages)
+        if all(path.is_file() for path in copies):
+            splits[split] = read_parallel(*copies)
+    if len(splits) == len(SPLIT_FILE_STEMS):
+        return splits
     if config.train is not None:
+        for split, name in SPLIT_FILE_STEMS.items():
+            given = getattr(config, name)
+            if split in splits or given is None:
+                continue
+            relative = [path for path in given if not os.path.isabs(path)]
+            if relative:
+                raise ValueError(
+                    f"{Path(output_dir) / 'config.json'} names the {name} files by relative "
+                    f"paths ({', '.join(relative)}), and which folder they meant is unknown "
+                    f"(the run keeps no copy in {DATA_FOLDER}/): give them to evaluate with "
+                    "--source and --reference"
+                )
         spec = CorpusSpec(
             ([], []),
             None if config.valid is None else ParallelFiles.from_patterns([config.valid], "valid"),
@@ -183,8 +295,9 @@ def evaluation_splits(config, output_dir: Path) -> dict:
         )
     else:
         spec = corpus_spec(dataclasses.replace(config, train_pairs=0))
-    splits = {}
     for split, part in (("val", spec.valid), ("test", spec.test)):
+        if split in splits:
+            continue
         if part is None:
             part = read_parallel(*held_out_files(Path(output_dir), split, spec))
         splits[split] = _read(part)

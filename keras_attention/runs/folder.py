@@ -11,11 +11,19 @@ import shutil
 from pathlib import Path
 
 from keras_attention.core.atomic_files import temporary_files
-from keras_attention.runs.config import TrainConfig, check_saved_config
+from keras_attention.runs.config import (
+    PATH_SETTINGS,
+    TrainConfig,
+    absolute_path,
+    check_saved_config,
+)
 
 # The files and folders of a run (`inspect_run_folder`); `--overwrite` removes them.
 RUN_FILES = (
     "data",
+    "corpus.json",
+    "started_from.json",
+    "adapter.lora.h5",
     "tokenizer.model",
     "tokenizer.recaser.tsv",
     "tokenizer.json",
@@ -34,6 +42,9 @@ RUN_FILES = (
 # Written with `atomic_path` or `write_bytes_atomically`: a kill can leave `.<name>.*`.
 ATOMIC_FILES = (
     "config.json",
+    "corpus.json",
+    "started_from.json",
+    "adapter.lora.h5",
     "tokenizer.model",
     "tokenizer.recaser.tsv",
     "tokenizer.json",
@@ -84,7 +95,8 @@ def config_differences(
     an older run; that run trained with the setting's default for its dataset, so the
     default is what is compared (an older run resumes unless the new setting is changed),
     or the value `ABSENT_MEANS` gives for a setting whose default has changed since. A value
-    that the library now spells otherwise (`LEGACY_VALUES`) is compared as today's spelling.
+    that the library now spells otherwise (`LEGACY_VALUES`) is compared as today's spelling,
+    and files and folders (`PATH_SETTINGS`) as absolute paths from the working folder.
     """
     current = json.loads(json.dumps(dataclasses.asdict(config)))
     missing = object()
@@ -95,6 +107,8 @@ def config_differences(
         old, new = saved.get(name, defaults.get(name, missing)), current.get(name, missing)
         if name in LEGACY_VALUES:
             old = LEGACY_VALUES[name].get(old, old)
+        if name in PATH_SETTINGS:  # an older run's relative paths meant the working folder's
+            old, new = absolute_path(old), absolute_path(new)
         if old != new:
             shown = ["(absent)" if v is missing else json.dumps(v) for v in (old, new)]
             differences.append(f"{name}: {shown[0]} -> {shown[1]}")

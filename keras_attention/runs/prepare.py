@@ -32,6 +32,11 @@ from keras_attention.runs.corpus import (
     load_run_corpus,
     write_held_out,
 )
+from keras_attention.runs.corpus_fingerprint import (
+    check_fingerprint,
+    corpus_fingerprint,
+    write_fingerprint,
+)
 from keras_attention.runs.files import check_run_files
 from keras_attention.runs.folder import (
     SEARCH_SETTINGS,
@@ -186,7 +191,8 @@ def prepare_run(config: TrainConfig, overwrite: bool = False) -> PreparedRun:
     is written, so a start that fails leaves nothing that a later run would pick up (nor the
     folder, if the lock created it): settings (`TrainConfig.validate`, the model's
     overrides), the folder (`inspect_run_folder`: another run's folder is refused unless
-    `overwrite`), the corpus, the tokenizer (learned in memory, or the saved one when
+    `overwrite`), the corpus (a resumed run's files must be those it started with, by
+    content: `corpus_fingerprint`), the tokenizer (learned in memory, or the saved one when
     resuming), the files a resumed run goes on from (`check_run_files`: a damaged backup
     copy or checkpoint is recovered from the other copy, or refused) and the batches.
 
@@ -230,6 +236,7 @@ def _missing_folders(folder: Path) -> list[Path]:
 
 def _prepare_run(config: TrainConfig, overwrite: bool) -> PreparedRun:
     """`prepare_run` once the output folder is locked."""
+    config = config.with_absolute_paths()  # config.json means the same from any folder
     given = config
     spec = corpus_spec(config)  # files named but missing fail here, before TensorFlow runs
     # Before TensorFlow runs any op: a multi-worker strategy must exist first.
@@ -259,6 +266,9 @@ def _prepare_run(config: TrainConfig, overwrite: bool) -> PreparedRun:
     _check_model_overrides(config)
     chief = is_chief(strategy)
     resuming = inspect_run_folder(output_dir, config, overwrite)
+    fingerprint = corpus_fingerprint(spec) if chief else None
+    if resuming and chief:  # the files it started with (corpus.json), or a refusal
+        check_fingerprint(output_dir, fingerprint)
     keras.utils.set_random_seed(config.seed)
     tokenizer_path = output_dir / "tokenizer.model"
     cluster = read_tf_config()
@@ -288,6 +298,7 @@ def _prepare_run(config: TrainConfig, overwrite: bool) -> PreparedRun:
         output_dir.mkdir(parents=True, exist_ok=True)
         remove_temporary_files(output_dir)
         write_held_out(output_dir, run_corpus)
+        write_fingerprint(output_dir, fingerprint)
         # A resumed run may have new search settings (`SEARCH_SETTINGS`), kept for the
         # tools that read them (`run_beam_search`).
         write_json_atomically(output_dir / "config.json", dataclasses.asdict(config))

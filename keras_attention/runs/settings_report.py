@@ -5,6 +5,7 @@ this machine, or derived from a given `--epochs` or `--train-steps`.
 """
 
 from keras_attention.runs import fine_tune
+from keras_attention.runs.corpus import dropped_text
 from keras_attention.runs.recipes import RECIPES, for_this_machine, recipe_settings
 from keras_attention.runs.report_lines import count_text, significant
 
@@ -137,11 +138,9 @@ def settings_lines(given, config, run_corpus) -> list[str]:
         name = "validation split" if split == "val" else "test split"
         how = split_origin(split, given, config, run_corpus)
         lines.append(f"{name}: {count_text(count, 'pair')}, {how}")
-    if run_corpus.removed:
-        lines.append(
-            f"removed from training: {count_text(run_corpus.removed, 'pair')} whose source is "
-            "a validation or test source"
-        )
+    if run_corpus.removed or run_corpus.blank:
+        dropped = dropped_text(run_corpus.removed or 0, run_corpus.blank or 0)
+        lines.append(f"left out of training: {dropped}")
     if config.init_from is not None:
         lines.append(f"recipe: {config.recipe} (from {config.init_from})")
     else:

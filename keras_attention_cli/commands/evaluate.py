@@ -234,6 +234,15 @@ def corpus_settings(args: argparse.Namespace) -> dict:
     return settings
 
 
+def own_splits(args: argparse.Namespace) -> bool:
+    """Whether the run's own splits are scored: a run folder, no corpus option given. They
+    are the copies in its `data/` folder (or, for an older run, the files its config.json
+    names by absolute paths), the same wherever the command runs."""
+    overrides = (args.dataset, args.data_dir, args.seed)
+    has_config = args.run_dir is not None and (Path(args.run_dir) / "config.json").is_file()
+    return has_config and overrides == (None, None, None)
+
+
 def write_hypotheses(path: str, hypotheses: list[str]) -> None:
     """Writes one translation per line (UTF-8) to `path`, atomically."""
     from keras_attention.core.atomic_files import write_text_atomically
@@ -259,7 +268,7 @@ def run(argv: list[str] | None = None) -> None:
             corpus = {args.split: args.given_files}
             language = given_files_language(args)
             described = f"{args.source} against {args.reference}"
-        elif args.dataset is None and settings.get("train") is not None:
+        elif own_splits(args):
             corpus, language = run_evaluation_splits(args.run_dir)
             described = f"the run's own {args.split} split"
         else:

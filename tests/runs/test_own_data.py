@@ -101,10 +101,12 @@ def test_gzip_shards_by_glob_with_given_splits_remove_their_sources(tmp_path: Pa
     assert result.returncode == 0, result.stderr[-3000:]
     assert "de -> en" in result.stdout
     assert "validation split: 35 pairs, given" in result.stdout
-    assert "removed from training: " in result.stdout
+    assert "left out of training: 5 pairs removed as copies of a validation" in result.stdout
     config = json.loads((run / "config.json").read_text())
     assert config["valid"] == [str(tmp_path / "dev.de"), str(tmp_path / "dev.en")]
-    assert not (run / "data" / "valid.de").exists() and (run / "data" / "test.de").is_file()
+    # The given validation split is kept in the run folder too, beside the held-out test.
+    assert (run / "data" / "valid.de").read_text() == (tmp_path / "dev.de").read_text()
+    assert (run / "data" / "test.de").is_file()
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,11 @@ def pairs(count: int) -> tuple[list[str], list[str]]:
     return [f"source {i}" for i in range(count)], [f"target {i}" for i in range(count)]
 
 
-def run_corpus(stats: CorpusStats, val: int, test: int, held_out=(), removed=0) -> RunCorpus:
+def run_corpus(
+    stats: CorpusStats, val: int, test: int, held_out=(), removed=0, blank=0
+) -> RunCorpus:
     corpus = {"train": pairs(stats.pairs), "val": pairs(val), "test": pairs(test)}
-    return RunCorpus(None, corpus, None, tuple(held_out), removed, stats)
+    return RunCorpus(None, corpus, None, tuple(held_out), removed, stats, blank)
 
 
 def lines_of(given: TrainConfig, corpus: RunCorpus, **replaced) -> list[str]:
@@ -53,13 +55,14 @@ def test_a_named_corpus_splits_are_its_own_and_the_epochs_derive_the_schedule():
 
 def test_given_and_held_out_splits_and_counts_of_one():
     given = TrainConfig(train=[["a.de", "b.en"]], valid=["v.de", "v.en"], epochs=3)
-    corpus = run_corpus(CorpusStats(1, 1), val=1, test=2, held_out=["test"], removed=1)
+    corpus = run_corpus(CorpusStats(1, 1), val=1, test=2, held_out=["test"], removed=1, blank=3)
     lines = lines_of(given, corpus)
     assert lines[0] == "corpus: 1 training pair, 1 distinct word, ? -> ?"
     assert lines[1:4] == [
         "validation split: 1 pair, given",
         "test split: 2 pairs, held out of the training pairs",
-        "removed from training: 1 pair whose source is a validation or test source",
+        "left out of training: 1 pair removed as copies of a validation or test source, "
+        "3 pairs with a blank side",
     ]
 
 

@@ -74,3 +74,13 @@ def test_errors_are_one_line(tmp_path: Path, capsys):
     with pytest.raises(SystemExit):
         split_corpus.main(argv)
     assert "--words zebra mark 0 pairs" in capsys.readouterr().err
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_sentence(tmp_path: Path):
+    source, target = write(tmp_path)
+    Path(source).write_bytes("\ufeff".encode() + Path(source).read_bytes())
+    argv = ["topic", "--source", source, "--target", target, "--words", "dog",
+            "--valid", "3", "--test", "3", "--output", str(tmp_path / "t")]  # fmt: skip
+    assert split_corpus.main(argv) == 0
+    written = [line for path in (tmp_path / "t").glob("*.en") for line in lines(path)]
+    assert PAIRS[0][0] in written and not any("\ufeff" in line for line in written)
