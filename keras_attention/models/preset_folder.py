@@ -29,6 +29,7 @@ import keras
 
 from keras_attention.core.atomic_files import json_text, move_folder_into_place
 from keras_attention.core.weights_file import write_weights_file
+from keras_attention.models.model_sizes import check_model_config
 from keras_attention.models.run_folder import (
     load_tokenizer_file,
     read_json_object,
@@ -217,8 +218,10 @@ def load_preset_folder_model(
     Raises:
         FileNotFoundError: naming a missing `config.json` or `model.weights.h5`.
         ValueError: naming `config.json` if it is corrupt or describes no model of
-            `model_class`, or naming `model.weights.h5` if it is corrupt or does not hold
-            exactly the model's weights.
+            `model_class` (checked before anything is deserialized), or naming it and the
+            size at fault if a size is out of limits (`model_sizes.check_model_config`,
+            before the model is made), or naming `model.weights.h5` if it is too small for
+            the model, corrupt or does not hold exactly the model's weights.
     """
     config_path = Path(preset_dir) / CONFIG_FILE
     weights_path = Path(preset_dir) / WEIGHTS_FILE
@@ -227,9 +230,20 @@ def load_preset_folder_model(
         raise ValueError(f"{config_path} is not a serialized Keras model (no config object)")
     if not weights_path.is_file():
         raise FileNotFoundError(f"no model weights at {weights_path}")
-    config = {**config, "config": {**config["config"], **overrides}}
+    if model_class is not None:
+        expected = keras.saving.get_registered_name(model_class)
+        if config.get("registered_name") != expected:
+            raise ValueError(
+                f"{config_path} describes a {config.get('registered_name')!r}, not a "
+                f"{model_class.__name__} ({expected!r}); it is not loaded"
+            )
+    # A build or compile config would be applied as the model is deserialized.
+    config = {**_without_keys(config, UNSAVED_CONFIG_KEYS)}
+    config["config"] = {**config["config"], **overrides}
+    check_model_config(config["config"], config_path, weights_path)  # before it is made
     try:
-        model = keras.saving.deserialize_keras_object(config)
+        # Safe mode: no Python code (a lambda) is deserialized.
+        model = keras.saving.deserialize_keras_object(config, safe_mode=True)
     except (TypeError, ValueError) as error:
         raise ValueError(f"{config_path} does not describe a valid model: {error}") from error
     if model_class is not None and not isinstance(model, model_class):

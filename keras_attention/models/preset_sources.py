@@ -11,6 +11,12 @@
 A size name wins over a folder of the same name (write `./tiny` for the folder). The tools
 also take an exported SavedModel version folder (`saved_model.pb`), which this module
 recognises but does not load (`keras_attention.evaluation.load_saved_model` does).
+
+A run or preset folder is data; a SavedModel is a program (its graph may run any
+TensorFlow op, writing files among them: docs/security.md). So a folder is a SavedModel
+only if it holds nothing but a SavedModel's files (`SAVED_MODEL_ENTRIES`); one that holds a
+`saved_model.pb` beside anything else (a preset's or a run's `config.json`, say) is refused
+by `folder_kind`, never loaded as either, and `from_preset` never loads a SavedModel.
 """
 
 import os
@@ -27,6 +33,11 @@ if TYPE_CHECKING:
 
 SIZE, RUN, PRESET, SAVED_MODEL = "size", "run", "preset", "saved_model"
 SAVED_MODEL_FILE = "saved_model.pb"
+# What an exported version folder holds (`keras_attention.serving.export`): TensorFlow's
+# SavedModel files and TF Serving's `assets.extra`. Names starting with "." are not counted.
+SAVED_MODEL_ENTRIES = frozenset(
+    {SAVED_MODEL_FILE, "variables", "assets", "assets.extra", "fingerprint.pb"}
+)
 RUN_EXAMPLE = "Transformer.from_preset('runs/translator')"
 
 
@@ -42,6 +53,9 @@ def folder_kind(path: str | os.PathLike) -> str:
     """What the folder `path` holds: `RUN`, `PRESET` or `SAVED_MODEL`.
 
     Needs neither Keras nor TensorFlow: only the files' names and `config.json` are read.
+    A folder is a SavedModel only if it holds nothing but a SavedModel's files
+    (`SAVED_MODEL_ENTRIES`): a `saved_model.pb` beside a run's or a preset's files is
+    refused, so that a program planted in a data folder is never taken for its model.
 
     Args:
         path: a folder.
@@ -52,8 +66,9 @@ def folder_kind(path: str | os.PathLike) -> str:
 
     Raises:
         FileNotFoundError: naming `path` if it does not exist or lacks `config.json`.
-        ValueError: naming `path` if it is a file, or naming its `config.json` if that is
-            corrupt or holds neither a run's settings nor a serialized model.
+        ValueError: naming `path` if it is a file or holds a `saved_model.pb` beside other
+            files, or naming its `config.json` if that is corrupt or holds neither a run's
+            settings nor a serialized model.
     """
     path = Path(path)
     if not path.exists():
@@ -63,6 +78,19 @@ def folder_kind(path: str | os.PathLike) -> str:
             f"{path} is a file; expected a run folder, a preset folder or a SavedModel folder"
         )
     if (path / SAVED_MODEL_FILE).is_file():
+        others = sorted(
+            entry.name
+            for entry in path.iterdir()
+            if entry.name not in SAVED_MODEL_ENTRIES and not entry.name.startswith(".")
+        )
+        if others:
+            raise ValueError(
+                f"{path} holds a SavedModel ({SAVED_MODEL_FILE}) and other files "
+                f"({', '.join(others[:4])}{', ...' if len(others) > 4 else ''}): it is "
+                "loaded neither as a SavedModel (a program, loaded only from a folder that "
+                "holds nothing else, as an export writes it) nor as a run or preset folder; "
+                f"remove the file that does not belong there (see docs/security.md)"
+            )
         return SAVED_MODEL
     config_path = path / run_folder.CONFIG_FILE
     if not config_path.is_file():

@@ -21,6 +21,7 @@ needs TensorFlow, and it is imported when one is loaded: a run's model loads on 
 """
 
 import contextlib
+import json
 import numbers
 import os
 import typing
@@ -39,6 +40,7 @@ from keras_attention.core.file_checks import (
     read_json_object,
     read_json_record,
 )
+from keras_attention.models.model_sizes import check_model_config
 from keras_attention.models.presets import preset_config
 from keras_attention.training.checkpoints import (
     check_layouts,
@@ -55,6 +57,8 @@ TOKENIZER_RECORD = "tokenizer.json"
 RECASER_FILE = "tokenizer.recaser.tsv"  # `data.tokenizer.recaser_path(TOKENIZER_FILE)`
 TOKENIZER_FILES = (TOKENIZER_FILE, RECASER_FILE)  # whose digests `tokenizer.json` records
 MODEL_FILE = "model.keras"
+ARCHIVE_CONFIG = "config.json"  # the model's config in a `.keras` archive
+MAX_ARCHIVE_CONFIG_BYTES = 2**24  # a Transformer's takes a few kB
 CHECKPOINT_DIR = "checkpoints"
 BEST_CHECKPOINT = "best.weights.h5"
 WEIGHTS_SUFFIX = ".weights.h5"
@@ -63,6 +67,8 @@ MODEL_FIELDS = ("preset", "model_overrides")
 # The beam search of runs whose config.json predates its `beam_size` and `alpha` fields.
 DEFAULT_BEAM_SIZE = 4
 DEFAULT_ALPHA = 0.6
+# The widest beam a folder's file may ask for (a wider one is still given as an argument).
+MAX_RECORDED_BEAM_SIZE = 1024
 
 
 def is_run_folder(path: str | os.PathLike) -> bool:
@@ -133,7 +139,8 @@ def run_beam_search(run_dir: str | os.PathLike) -> tuple[int, float]:
 
 def search_settings(recorded: dict, path: Path) -> tuple[int, float]:
     """`(beam_size, alpha)` from a run's `config.json` or a preset's `metadata.json`
-    (`recorded`, read from `path`), the defaults where it records none.
+    (`recorded`, read from `path`), the defaults where it records none; a recorded
+    `beam_size` is at most `MAX_RECORDED_BEAM_SIZE`.
 
     Raises:
         ValueError: naming `path` if a value is invalid.
@@ -143,6 +150,10 @@ def search_settings(recorded: dict, path: Path) -> tuple[int, float]:
     alpha = DEFAULT_ALPHA if alpha is None else alpha
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
         raise CorruptFileError(f"beam_size in {path} must be an integer >= 1; got {beam_size!r}")
+    if beam_size > MAX_RECORDED_BEAM_SIZE:  # a search's memory grows with it
+        raise CorruptFileError(
+            f"beam_size in {path} must be at most {MAX_RECORDED_BEAM_SIZE}; got {beam_size!r}"
+        )
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or alpha < 0:
         raise CorruptFileError(f"alpha in {path} must be a number >= 0; got {alpha!r}")
     return beam_size, float(alpha)
@@ -276,6 +287,7 @@ def build_run_model(
     model_class: type[keras.Model],
     run_dir: str | os.PathLike,
     tokenizer: "SubwordTokenizer | None" = None,
+    weights_path: str | os.PathLike | None = None,
 ) -> keras.Model:
     """A freshly initialized, built model of a run's architecture.
 
@@ -289,15 +301,20 @@ def build_run_model(
         run_dir: a folder written by `tools/train.py`.
         tokenizer: the run's tokenizer, if already loaded (default: the vocabulary size is
             read from `tokenizer.model`, without TensorFlow).
+        weights_path: the weights file the model is for, if any: before the model is made,
+            the file must be large enough for the sizes `config.json` gives
+            (`model_sizes.check_model_config`).
 
     Returns:
         The built model (random weights).
 
     Raises:
-        FileNotFoundError: naming a missing `config.json` or `tokenizer.model`.
+        FileNotFoundError: naming a missing `config.json`, `tokenizer.model` or
+            `weights_path`.
         ValueError: naming `config.json` if it is corrupt, lacks a field or describes no
-            valid model (e.g. an unknown preset), or naming `tokenizer.model` if its
-            vocabulary is not `config.json`'s `vocabulary_size`.
+            valid model (e.g. an unknown preset, or a size out of `model_sizes`' limits), or
+            naming `tokenizer.model` if its vocabulary is not `config.json`'s
+            `vocabulary_size`, or `weights_path` if it is too small for the model.
     """
     config = read_run_config(run_dir)
     if tokenizer is None:
@@ -313,6 +330,11 @@ def build_run_model(
     with _float32_policy():
         try:
             arguments = preset_config(config["preset"], **(config["model_overrides"] or {}))
+        except (TypeError, ValueError) as error:
+            raise CorruptFileError(f"{path} does not describe a valid model: {error}") from error
+        # Its sizes, before the model is made (issue 53).
+        check_model_config({**arguments, "vocabulary_size": vocabulary_size}, path, weights_path)
+        try:
             model = model_class(vocabulary_size=vocabulary_size, **arguments)
         except (TypeError, ValueError) as error:
             raise CorruptFileError(f"{path} does not describe a valid model: {error}") from error
@@ -433,7 +455,7 @@ def load_checkpoint(
         ValueError: naming the checkpoint if it is corrupt or does not hold exactly the
             model's weights, or naming `config.json` (see `build_run_model`).
     """
-    model = build_run_model(model_class, run_dir, tokenizer)
+    model = build_run_model(model_class, run_dir, tokenizer, weights_path=path)
     check_layouts(model, [path])
     load_weights_file(model, path)
     return model
@@ -463,8 +485,37 @@ def check_model_file(path: str | os.PathLike) -> None:
     raise CorruptFileError(f"{path} is corrupt or not a Keras model file ({problem})")
 
 
+def read_archive_config(path: str | os.PathLike) -> dict:
+    """The `config.json` of a `.keras` archive (checked whole by `check_model_file`), read
+    without loading the model.
+
+    Raises:
+        CorruptFileError: naming `path` if the archive has no `config.json` or it is not a
+            JSON object.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            size = archive.getinfo(ARCHIVE_CONFIG).file_size
+            if size > MAX_ARCHIVE_CONFIG_BYTES:  # not read into memory
+                raise ValueError(f"{size:,} bytes, more than a model's config holds")
+            data = archive.read(ARCHIVE_CONFIG)
+        config = json.loads(data.decode("utf-8"))
+    except (zipfile.BadZipFile, KeyError, OSError, UnicodeDecodeError, ValueError) as error:
+        raise CorruptFileError(
+            f"{path} is corrupt or not a Keras model file (its {ARCHIVE_CONFIG}: {error})"
+        ) from error
+    if not isinstance(config, dict):
+        raise CorruptFileError(f"{path} is corrupt: its {ARCHIVE_CONFIG} is not a JSON object")
+    return config
+
+
 def load_model_file(path: str | os.PathLike) -> keras.Model:
     """`keras.models.load_model(path)`, with errors that name the file.
+
+    The archive's `config.json` is read first: a model whose sizes are out of limits, or
+    more than its weights can hold, is refused before it is made
+    (`model_sizes.check_model_config`). The model is loaded in Keras' safe mode (no lambda
+    is deserialized).
 
     Args:
         path: a `.keras` file saved from a model of this library.
@@ -475,13 +526,18 @@ def load_model_file(path: str | os.PathLike) -> keras.Model:
     Raises:
         FileNotFoundError: naming `path` if it does not exist.
         ValueError: naming `path` and calling it corrupt if it is not a readable `.keras`
-            archive (e.g. truncated) or does not hold a model of this library.
+            archive (e.g. truncated) or does not hold a model of this library, or naming it
+            and the size at fault.
     """
     path = Path(path)
     check_model_file(path)
+    config = read_archive_config(path)
+    if isinstance(config.get("config"), dict):  # its sizes, before the model is made
+        check_model_config(config["config"], f"{path} ({ARCHIVE_CONFIG})", path)
     # Keras and h5py raise these for damaged archive members; nothing else reads the file.
     try:
-        return keras.models.load_model(path)
+        # Safe mode: no Python code (a lambda) is deserialized from the file.
+        return keras.models.load_model(path, safe_mode=True)
     except (zipfile.BadZipFile, OSError, RuntimeError, KeyError, ValueError) as error:
         raise CorruptFileError(
             f"{path} is corrupt or not a Keras model of this library: {error}"

@@ -10,7 +10,6 @@ import keras
 from keras import ops
 
 from keras_attention import masks
-from keras_attention.core.checks import check_positive_int
 from keras_attention.layers import PositionalEmbedding, TransformerDecoder, TransformerEncoder
 from keras_attention.layers.legacy_weights import read_old_optimizer_state
 from keras_attention.layers.quantized_sublayers import (
@@ -18,7 +17,7 @@ from keras_attention.layers.quantized_sublayers import (
     with_quantized_sublayers,
     without_quantized_sublayers,
 )
-from keras_attention.models import lora
+from keras_attention.models import lora, model_sizes
 from keras_attention.models.deferred_collection import deferred_garbage_collection
 
 # Measured with `tools/benchmark.py decode --engines-only` and side by side in one process
@@ -43,6 +42,11 @@ class Transformer(keras.Model):
     A plain `keras.Model`: what training under a `tf.distribute` strategy needs beyond Keras
     (per-replica dropout masks, the multi-worker `fit` fix) is applied to a model instance by
     `keras_attention.distribute.enable_strategy_fixes`, which a training run calls.
+
+    The sizes are checked before anything is made (a size read from a file must not
+    allocate without bound): each an integer from 1 to its limit in
+    `keras_attention.models.model_sizes.SIZE_LIMITS`, the whole at most
+    `model_sizes.MAX_PARAMETERS` parameters; a `ValueError` names the argument.
 
     Args:
         vocabulary_size: size of the (shared, or source) vocabulary.
@@ -111,8 +115,19 @@ class Transformer(keras.Model):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        check_positive_int("vocabulary_size", vocabulary_size)
-        check_positive_int("target_vocabulary_size", target_vocabulary_size, allow_none=True)
+        sizes = dict(
+            vocabulary_size=vocabulary_size,
+            target_vocabulary_size=target_vocabulary_size,
+            num_encoder_layers=num_encoder_layers,
+            num_decoder_layers=num_decoder_layers,
+            d_model=d_model,
+            num_heads=num_heads,
+            intermediate_dim=intermediate_dim,
+            key_dim=key_dim,
+            max_positions=max_positions,
+        )
+        # Before anything is made: a size read from a file must not allocate (issue 53).
+        model_sizes.check_sizes(sizes)
         if share_embeddings and target_vocabulary_size not in (None, vocabulary_size):
             raise ValueError(
                 "share_embeddings=True needs one vocabulary; got vocabulary_size="
@@ -123,6 +138,10 @@ class Transformer(keras.Model):
                 "num_heads must divide d_model when key_dim is not given; got "
                 f"num_heads={num_heads}, d_model={d_model}"
             )
+        model_sizes.check_parameter_count(
+            {**sizes, "share_embeddings": share_embeddings, "norm_first": norm_first,
+             "tie_output_embeddings": tie_output_embeddings}
+        )  # fmt: skip
         self.vocabulary_size = vocabulary_size
         self.target_vocabulary_size = target_vocabulary_size
         self.num_encoder_layers = num_encoder_layers

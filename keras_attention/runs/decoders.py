@@ -13,7 +13,9 @@ from keras_attention.data.tokenizer import recaser_path
 from keras_attention.decoding import Ensemble
 from keras_attention.evaluation import load_saved_model
 from keras_attention.models.preset_sources import (
+    SAVED_MODEL_FILE,
     beam_search_settings,
+    folder_kind,
     load_tokenizer,
     tokenizer_file,
 )
@@ -69,15 +71,22 @@ def load_ensemble(
 class SavedModelDecoder:
     """An exported translator's signatures behind `Translator`'s decoding methods.
 
+    A SavedModel is a program: it is loaded only from a folder that holds nothing but a
+    SavedModel (`preset_sources.folder_kind`), never from a run or preset folder that also
+    holds a `saved_model.pb`.
+
     Args:
         path: an exported version folder.
 
     Raises:
-        FileNotFoundError, ValueError: as `keras_attention.evaluation.load_saved_model`.
+        FileNotFoundError, ValueError: as `keras_attention.evaluation.load_saved_model`;
+            `ValueError` naming `path` if it holds more than a SavedModel.
     """
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        if (self.path / SAVED_MODEL_FILE).is_file():
+            folder_kind(path)  # refuses a SavedModel beside other files
         self.translate_signature = load_saved_model(path)
         self.signatures = tf.saved_model.load(str(path)).signatures
 
