@@ -215,16 +215,19 @@ def _keep_finished(
 def _best_hypotheses(
     alive, alive_scores, done_tokens, done_scores, penalty, beams: int, n: int | None = None
 ):
-    """Each sentence's best finished hypothesis, or its best live one if none finished; with
-    `n`, its `n` best: the finished ones, then live ones if fewer than `n` finished."""
-    batch = ops.shape(alive_scores)[0]
+    """Each sentence's best finished hypothesis; with `n`, its `n` best: the finished ones,
+    then live ones if fewer than `n` finished.
+
+    Every sentence has a finished hypothesis by the end: its limit is at least 1
+    (`output_limits`), at its last step only EOS may follow (`restrict`, floored at
+    `FORCED_EOS_FLOOR`), so its best live hypothesis ends there with a finite score, first of
+    the candidates. (There was a branch here for a sentence with none, returning its best live
+    hypothesis penalised as if it ended at its limit; no sentence could reach it but one
+    whose every continuation the model scores -inf, which is left with no hypothesis at all:
+    it now gets the empty output scored `NEG_INF`, rather than a dead candidate's tokens.)"""
     if n is not None:
         return _n_best(alive, alive_scores, done_tokens, done_scores, penalty, beams, n)
-    has_done = done_scores[:, 0] > NEG_INF / 2
-    # The width spelt out: `-1` is ambiguous when no sentence is left (batch 0).
-    live_best = ops.reshape(alive, (batch, beams, ops.shape(alive)[-1]))[:, 0]
-    tokens = ops.where(has_done[:, None], done_tokens[:, 0], live_best)
-    return tokens, ops.where(has_done, done_scores[:, 0], alive_scores[:, 0] / penalty)
+    return done_tokens[:, 0], done_scores[:, 0]
 
 
 def _n_best(alive, alive_scores, done_tokens, done_scores, penalty, beams: int, n: int):

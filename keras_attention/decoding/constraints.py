@@ -31,9 +31,11 @@ def check_lengths(max_length, extra_length) -> None:
 
 
 def output_limits(source_ids, extra_length: int, max_length: int | None):
-    """Per sentence, the most tokens it may generate (EOS included); and their maximum."""
+    """Per sentence, the most tokens it may generate (EOS included), at least 1; and their
+    maximum. (A row of padding only, with `extra_length=0`, would otherwise get 0, which no
+    step reaches: its EOS would never be forced.)"""
     source_lengths = ops.sum(ops.cast(ops.not_equal(source_ids, PAD_ID), "int32"), axis=1)
-    limits = source_lengths + extra_length  # (B,)
+    limits = ops.maximum(source_lengths + extra_length, 1)  # (B,)
     if max_length is not None:
         limits = ops.minimum(limits, max_length)
     return limits, ops.max(limits)
