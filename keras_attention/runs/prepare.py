@@ -18,6 +18,7 @@ from keras_attention.data.tokenizer import SubwordTokenizer, recaser_path
 from keras_attention.distribute import get_strategy
 from keras_attention.distribute.cluster import barrier, is_chief, read_tf_config
 from keras_attention.models import Transformer
+from keras_attention.models.model_sizes import check_model_config
 from keras_attention.models.presets import preset_config
 from keras_attention.models.run_folder import (
     check_tokenizer_fits,
@@ -56,6 +57,10 @@ def _check_model_overrides(config: "TrainConfig") -> None:
     (constructed without weights, outside any strategy, before the run's seed is set)."""
     try:
         settings = preset_config(config.preset, **config.model_overrides)
+        if config.init_from is not None:  # the parent's weights must hold such a model
+            parent = Path(config.init_from)
+            sizes = {**settings, "vocabulary_size": config.vocabulary_size}
+            check_model_config(sizes, parent / "config.json", parent / "model.keras")
         Transformer(config.vocabulary_size, **settings, name="model_overrides_check")
     except (TypeError, ValueError) as error:
         raise ValueError(

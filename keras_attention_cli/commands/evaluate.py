@@ -275,6 +275,7 @@ def run(argv: list[str] | None = None) -> None:
             corpus = load_corpus(
                 settings["dataset"], settings["data_dir"], settings["seed"], train_pairs=0
             )
+        if settings.get("train") is None and args.given_files is None:
             seed = f" (seed {settings['seed']})" if settings["dataset"] == "generated" else ""
             described = f"{settings['dataset']} {args.split} split{seed}"
     sources, references = corpus[args.split]

@@ -134,3 +134,18 @@ def test_the_tool_refuses_an_unfinished_run_and_its_own_folder_in_one_line(
         train.main(["--init-from", str(copy), *new_files, "--run-dir", str(copy)])
     assert "needs a folder of its own" in capsys.readouterr().err
     assert not (tmp_path / "a").exists()
+
+
+def test_a_parent_whose_config_outgrows_its_weights_is_refused_before_building(
+    finished_tiny_run: Path, new_files: list[str], tmp_path: Path, capsys
+):
+    copy = Path(shutil.copytree(finished_tiny_run, tmp_path / "copy"))
+    config = json.loads((copy / "config.json").read_text())
+    config["model_overrides"] = {**config["model_overrides"], "num_encoder_layers": 800}
+    (copy / "config.json").write_text(json.dumps(config))
+    with pytest.raises(SystemExit) as exit_info:
+        train.main(["--init-from", str(copy), *new_files, "--run-dir", str(tmp_path / "child")])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"{copy / 'model.keras'} is too small for the model that " in error, error
+    assert not (tmp_path / "child").exists()
