@@ -82,7 +82,8 @@ class RunCorpus:
         train_files: the training files, when they are streamed.
         held_out: the splits held out of the training pairs (`"val"`, `"test"`).
         removed: training pairs removed because their source is a validation or test
-            source (`None` for a stream, which leaves them out as it reads).
+            source (a stream leaves them out as it reads; they are counted in a pass
+            before).
         stats: the corpus's size, for the recipe.
         blank: training pairs dropped because a side is blank.
     """
@@ -138,16 +139,26 @@ def load_run_corpus(config, spec: CorpusSpec | None = None) -> RunCorpus:
         count, sampled = sample_pairs(pairs, held_out, config.seed)
         corpus.update(sampled)
         corpus["train"] = ([], [])
-        words_sample = []
+        # A second pass: the words of the first pairs, and the pairs the stream will leave
+        # out as copies of a held-out source (each held-out pair itself among them).
+        excluded = {sentence.strip() for split in ("val", "test") for sentence in corpus[split][0]}
+        words_sample, copies = [], 0
         for number, pair in enumerate(iterate_pairs(spec.train)):
-            if number == WORDS_SAMPLE:
-                break
-            words_sample.append(pair)
+            if number < WORDS_SAMPLE:
+                words_sample.append(pair)
+            copies += pair[0] in excluded
         _check_not_copies([s for s, _ in words_sample], [t for _, t in words_sample], spec.train)
         words = count_words([s for s, _ in words_sample], [t for _, t in words_sample])
         held = sum(len(corpus[name][0]) for name in held_out)
-        stats = CorpusStats(pairs=count - held, words=words, streamed=True)
-        return RunCorpus(spec, corpus, spec.train, held_out, None, stats, counts["blank"])
+        removed = copies - held
+        if count - copies <= 0:
+            raise ValueError(
+                f"no training pair is left in {_described(spec.train)}: "
+                f"{dropped_text(removed, counts['blank'])}; give training files with other "
+                "sentences"
+            )
+        stats = CorpusStats(pairs=count - copies, words=words, streamed=True)
+        return RunCorpus(spec, corpus, spec.train, held_out, removed, stats, counts["blank"])
     sources, targets = _read(spec.train)
     blank = _blank_pairs(spec.train, len(sources))
     if config.train_pairs is not None:

@@ -50,11 +50,12 @@ def test_a_copy_of_the_source_as_the_target_is_refused(tmp_path: Path, pairs):
     assert not (tmp_path / "run").exists()
 
 
-def test_a_corpus_left_empty_says_why_for_every_pair(tmp_path: Path):
+@pytest.mark.parametrize("stream", [[], ["--stream", "--train-steps", "4"]])
+def test_a_corpus_left_empty_says_why_for_every_pair(tmp_path: Path, stream: list[str]):
     write_lines(tmp_path / "c.en", ["A dog runs."] * 1000 + ["", "Cats."])
     write_lines(tmp_path / "c.de", ["Ein Hund rennt."] * 1000 + ["Leer.", ""])
     error = main_error("train", "--train", tmp_path / "c.en", tmp_path / "c.de",
-                       "--run-dir", tmp_path / "run", *TINY)  # fmt: skip
+                       "--run-dir", tmp_path / "run", *stream, *TINY)  # fmt: skip
     # 1,000 pairs: 50 held out for validation, 50 for test, the other 900 are copies of them.
     assert error.startswith(f"error: no training pair is left in {tmp_path / 'c.en'} and ")
     assert "900 pairs removed as copies of a validation or test source" in error
@@ -70,8 +71,10 @@ def test_blank_pairs_are_counted(tmp_path: Path, pairs, stream: bool):
     files = [[str(tmp_path / "c.en.gz"), str(tmp_path / "c.de.gz")]]
     run_corpus = load_run_corpus(TrainConfig(train=files, stream=stream))
     assert run_corpus.blank == 3
+    # 300 pairs: 15 held out for validation, 15 for test, the copies of their sources removed.
+    assert run_corpus.stats.pairs + 2 * 15 + run_corpus.removed == 300
     if not stream:
-        assert len(run_corpus.corpus["train"][0]) + 2 * 15 + run_corpus.removed == 300
+        assert len(run_corpus.corpus["train"][0]) == run_corpus.stats.pairs
 
 
 def test_a_changed_file_is_found_by_content_not_by_path(tmp_path: Path, pairs):
