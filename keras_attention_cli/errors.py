@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import NoReturn
 
 EXIT_USER_ERROR = 2
@@ -86,6 +86,9 @@ def run_command(command: Callable[[], object], interrupted: str = INTERRUPTED_ST
     done
     0
     """
+    warning = global_jit_warning(os.environ)
+    if warning is not None:
+        print(warning, file=sys.stderr)
     previous = _stop_on_sigterm()
     try:
         try:
@@ -114,6 +117,31 @@ def run_command(command: Callable[[], object], interrupted: str = INTERRUPTED_ST
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def global_jit_warning(environ: Mapping[str, str]) -> str | None:
+    """The one-line warning a tool prints when `TF_XLA_FLAGS` turns on TensorFlow's global
+    CPU auto-clustering (`--tf_xla_cpu_global_jit`), else `None`. Under it, TensorFlow
+    compiles parts of `tf.data` and string-op graphs with XLA and gets them wrong: measured
+    with TensorFlow 2.21, a segmentation fault and an abort in `tf.data` iterators, "Ragged
+    splits must be sorted" in a batching map, and a failed tf2xla conversion of the recaser's
+    graph (`docs/development.md`). XLA for training is `--jit`.
+
+    Example:
+
+    >>> print(global_jit_warning({"TF_XLA_FLAGS": "--tf_xla_cpu_global_jit"}))
+    warning: TF_XLA_FLAGS turns on TensorFlow's global CPU auto-clustering ...
+    >>> global_jit_warning({}) is None
+    True
+    """
+    flags = environ.get("TF_XLA_FLAGS", "")
+    if "--tf_xla_cpu_global_jit" not in flags.split() or "--tf_xla_auto_jit=0" in flags.split():
+        return None
+    return (
+        "warning: TF_XLA_FLAGS turns on TensorFlow's global CPU auto-clustering "
+        "(--tf_xla_cpu_global_jit), under which tf.data pipelines and string ops fail "
+        "(crashes, errors); unset it, and use --jit for XLA training"
+    )
 
 
 def run_tool(main: Callable[[], object], interrupted: str = INTERRUPTED_STATE) -> NoReturn:

@@ -251,3 +251,31 @@ def test_corpus_shards_name_an_output_that_is_a_file(tmp_path: Path):
     error = user_error("make_corpus_shards", "--pairs", "8", "--shards", "2",
                        "--output", tmp_path / "a_file")  # fmt: skip
     assert f"--output {tmp_path / 'a_file'}" in error
+
+
+@pytest.mark.parametrize(
+    "flags, warned",
+    [
+        ("--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit", True),
+        ("--tf_xla_cpu_global_jit", True),
+        ("--tf_xla_auto_jit=0 --tf_xla_cpu_global_jit", False),
+        ("--tf_xla_auto_jit=2", False),
+        (None, False),
+    ],
+)
+def test_a_tool_warns_of_tensorflows_global_cpu_auto_clustering(
+    flags: str | None, warned: bool, monkeypatch, capsys
+):
+    from keras_attention_cli.errors import run_command
+
+    if flags is None:
+        monkeypatch.delenv("TF_XLA_FLAGS", raising=False)
+    else:
+        monkeypatch.setenv("TF_XLA_FLAGS", flags)
+    assert run_command(lambda: print("done")) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "done\n"
+    lines = captured.err.splitlines()
+    assert len(lines) == int(warned)
+    if warned:
+        assert lines[0].startswith("warning: TF_XLA_FLAGS turns on TensorFlow's global CPU")
