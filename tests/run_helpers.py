@@ -19,6 +19,8 @@ from unittest import mock
 import numpy as np
 import pytest
 
+from keras_attention_cli.errors import global_jit_warning
+
 # TensorFlow's own C++ log lines (absl format), which TF 2.21 prints while it is imported
 # whatever TF_CPP_MIN_LOG_LEVEL says ("oneDNN custom operations are on", "Could not find cuda
 # drivers"): the tools hide them unless given --verbose.
@@ -43,7 +45,10 @@ def main_error(tool: str, *args: str | Path, stdin: bytes = b"") -> str:
     ):
         main([str(arg) for arg in args])
     assert exit_info.value.code == 2, stderr.getvalue()[-3000:]
-    lines = stderr.getvalue().splitlines()
+    # The environment's notice (TF_XLA_FLAGS's global JIT, `global_jit_warning`) is not the
+    # tool's error.
+    notice = global_jit_warning(os.environ)
+    lines = [line for line in stderr.getvalue().splitlines() if line != notice]
     assert len(lines) == 1 and lines[0].startswith("error: "), stderr.getvalue()[-3000:]
     assert stdout.getvalue() == ""
     return lines[0]
