@@ -453,8 +453,8 @@ def check_run_folder(output_dir: Path, epochs: int, export: bool) -> list[str]:
 
     problems = []
     expected = {
-        "config.json", "tokenizer.model", "tokenizer.json", "checkpoints", "logs",
-        "training_log.csv",
+        "config.json", "corpus.json", "data", "tokenizer.model", "tokenizer.json",
+        "checkpoints", "logs", "training_log.csv",
         "validation_bleu.json", "bleu.json", "test_metrics.json", "learning_curve.png",
         "model.keras",
     } | ({"export"} if export else set())  # fmt: skip
@@ -465,7 +465,7 @@ def check_run_folder(output_dir: Path, epochs: int, export: bool) -> list[str]:
         )
     for path in output_dir.rglob(".*"):
         problems.append(f"temporary file left: {path.relative_to(output_dir)}")
-    for name in ("config.json", "tokenizer.json", "test_metrics.json"):
+    for name in ("config.json", "corpus.json", "tokenizer.json", "test_metrics.json"):
         _read_json(output_dir / name, problems)
     try:
         from keras_attention.data.tokenizer import SubwordTokenizer
